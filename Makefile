@@ -1,0 +1,32 @@
+# The two commands of the README are `make run` and `make test`. Each creates or updates the
+# virtual environment and builds the embedder model when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+MODELS := build/models
+
+.PHONY: run test install lint bench clean
+
+include layers/model/recipe/recipe.mk
+
+run: install model
+	$(PY) -m haki.cli serve
+
+test: install model
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+lint: install
+	$(PY) -m ruff check .
+
+clean:
+	rm -rf build .haki cdk.out

@@ -1,0 +1,5 @@
+import sys
+
+from haki.cli import main
+
+sys.exit(main())

@@ -1,0 +1,5 @@
+"""Database access: connections (psycopg 3 + pgvector), the embedded server, migrations."""
+
+from haki.db.connection import Database, Role, database_url
+
+__all__ = ["Database", "Role", "database_url"]

@@ -1,0 +1,141 @@
+"""Connections: one lazily opened psycopg 3 connection per process, reused while it lives.
+
+Settings are RDS-Proxy-safe: no server-side prepared statements (``prepare_threshold=None``,
+so the proxy never pins a client to one backend) and no session state — the tenant scope is
+set per transaction with ``set_config(..., true)``, which the row-level policies read.
+A Lambda container keeps the connection between invocations; a dropped connection (proxy
+idle timeout, failover) is replaced on the next transaction.
+"""
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from enum import StrEnum
+from urllib.parse import quote
+
+import psycopg
+from pgvector.psycopg import register_vector
+
+from haki.db.embedded import ensure_database, start_embedded
+from haki.errors import ServiceUnavailable
+from haki.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Connect timeout: the API should answer 503 quickly rather than hang on a dead database.
+CONNECT_TIMEOUT_S = 5
+DATABASE_NAME = "haki"
+
+
+class Role(StrEnum):
+    """Database roles (created by migration 0001). Each process uses the least it needs."""
+
+    #: Migrations and the admin CLI (keys); member of ``haki_admin``.
+    OWNER = "owner"
+    #: The API functions: row-level security confines it to one project per transaction.
+    APP = "haki_app"
+    #: The scheduled aggregation: reads every project's calls, writes rollups.
+    STATS = "haki_stats"
+
+
+def database_url(settings: Settings, role: Role, *, database: str = DATABASE_NAME) -> str:
+    """The libpq URL for ``role``.
+
+    With ``HAKI_DATABASE_URL`` set, that URL is used as given: a deployment gives each process
+    the URL of its own role. Without it, the embedded server is started (or joined) and the
+    role is chosen by user name over its Unix socket (trust auth).
+    """
+    if settings.database_url:
+        return settings.database_url
+    superuser_url = start_embedded(settings.data_dir)
+    ensure_database(superuser_url, database)
+    return embedded_role_url(superuser_url, role, database)
+
+
+def embedded_role_url(superuser_url: str, role: Role, database: str) -> str:
+    """The URL of ``role`` on ``database`` of the embedded server (Unix socket, trust auth)."""
+    socket_dir = superuser_url.split("host=", 1)[1]
+    user = "postgres" if role is Role.OWNER else role.value
+    return f"postgresql://{user}@/{database}?host={quote(socket_dir)}"
+
+
+def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
+    """Open an autocommit connection with the vector type registered.
+
+    Autocommit: transactions are explicit (``conn.transaction()``), so nothing stays open
+    between calls. ``prepare_threshold=None``: never prepare server-side (RDS Proxy pinning).
+    """
+    conn = psycopg.connect(
+        conninfo,
+        autocommit=True,
+        prepare_threshold=None,
+        connect_timeout=CONNECT_TIMEOUT_S,
+        application_name="haki",
+        **kwargs,
+    )
+    register_vector(conn)
+    return conn
+
+
+class Database:
+    """A process-wide handle: one connection, opened on first use, replaced when dropped.
+
+    ``conninfo`` is a URL or a callable returning one (an IAM auth token expires after 15
+    minutes, so a deployment passes a callable that mints a fresh token per connect).
+    """
+
+    def __init__(self, conninfo: str | Callable[[], str]) -> None:
+        self._conninfo = conninfo
+        self._conn: psycopg.Connection | None = None
+
+    def _open(self) -> psycopg.Connection:
+        info = self._conninfo() if callable(self._conninfo) else self._conninfo
+        try:
+            return connect(info)
+        except psycopg.OperationalError as exc:
+            log.warning("database connection failed: %s", type(exc).__name__)
+            raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc
+
+    def connection(self) -> psycopg.Connection:
+        """The live connection, (re)opened when missing, closed or broken."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = self._open()
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def _begin(self, project_id: str | None) -> tuple[psycopg.Connection, ExitStack]:
+        """Open a transaction and set its scope; replace a dead kept connection once."""
+        for attempt in (1, 2):
+            conn = self.connection()
+            stack = ExitStack()
+            try:
+                stack.enter_context(conn.transaction())
+                conn.execute("SELECT set_config('haki.project_id', %s, true)", (project_id or "",))
+                return conn, stack
+            except psycopg.OperationalError:
+                self.close()
+                if attempt == 2:
+                    raise
+                log.info("replacing a dropped database connection")
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def transaction(self, project_id: str | None = None) -> Iterator[psycopg.Connection]:
+        """A transaction, scoped to ``project_id`` for row-level security when given.
+
+        Its first statement (the scope) doubles as a liveness check: a kept connection found
+        dead (server restart, proxy idle timeout) is replaced before any work is done. A
+        connection lost later becomes :class:`ServiceUnavailable`; nothing is half-written
+        because the transaction rolls back with it.
+        """
+        try:
+            conn, stack = self._begin(project_id)
+            with stack:
+                yield conn
+        except psycopg.OperationalError as exc:
+            self.close()
+            raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc

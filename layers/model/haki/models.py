@@ -1,0 +1,159 @@
+"""Pydantic models at the edges: the public API's requests and responses, and the records of a
+memory document (``haki load``). The core passes these between layers; handlers validate raw
+input into them and serialise them back out.
+"""
+
+from datetime import datetime
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+#: Bounds of the public contract (SPEC §4).
+SCOPE_MAX_CHARS = 128
+PURPOSE_MAX_CHARS = 128
+#: A query longer than this is refused: nothing useful is that long, and it bounds the work.
+QUERY_MAX_CHARS = 16_000
+DEFAULT_BUDGET_TOKENS = 900
+#: The largest budget accepted; a larger one is a client mistake (``budget_exceeded``).
+MAX_BUDGET_TOKENS = 100_000
+
+ScopeId = str
+Status = Literal["ok", "degraded"]
+EmptyReason = Literal["no_memory", "no_relevant_memory"]
+FactStatus = Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
+Volatility = Literal["stable", "slow", "volatile", "ephemeral"]
+TraceAction = Literal["included", "excluded", "blocked"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- context
+
+
+class ContextRequest(_Strict):
+    """``POST /v1/context``."""
+
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
+    purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
+    budget_tokens: StrictInt = Field(default=DEFAULT_BUDGET_TOKENS, gt=0, le=MAX_BUDGET_TOKENS)
+
+
+class PacketFact(_Strict):
+    id: UUID
+    predicate: str
+    value: Any
+    confidence: float | None
+    valid_from: datetime | None
+    source_event_ids: list[UUID]
+    #: A ``slow`` fact past its volatility horizon: still served, to be confirmed.
+    unconfirmed: bool = False
+
+
+class PacketEpisode(_Strict):
+    event_id: UUID
+    kind: str
+    occurred_at: datetime
+    excerpt: str
+
+
+class ContextPacket(_Strict):
+    facts: list[PacketFact]
+    episodes: list[PacketEpisode]
+    warnings: list[str]
+    status: Status
+    empty_reason: EmptyReason | None
+
+
+class ContextResponse(_Strict):
+    packet: ContextPacket
+    token_count: int
+    trace_id: UUID
+
+
+# --------------------------------------------------------------------------- inspect
+
+
+class TraceDecision(_Strict):
+    ordinal: int
+    fact_id: UUID | None
+    event_id: UUID | None
+    action: TraceAction
+    reason_code: str
+    rank: int | None
+    score: float | None
+    similarity: float | None
+    text_rank: float | None
+    recency: float | None
+    tokens: int | None
+    unconfirmed: bool
+
+
+class InspectResponse(_Strict):
+    trace_id: UUID
+    project_id: str
+    subject_id: str
+    query: str
+    purpose: str | None
+    budget_tokens: int
+    packet: ContextPacket
+    token_count: int
+    created_at: datetime
+    decisions: list[TraceDecision]
+
+
+# --------------------------------------------------------------------------- memory document
+
+
+class FactRecord(_Strict):
+    """A fact to store. ``id`` is generated when absent; an existing id is updated (upsert)."""
+
+    id: UUID | None = None
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    predicate: str = Field(min_length=1, max_length=256)
+    value: Any
+    qualifiers: dict[str, Any] = Field(default_factory=dict)
+    status: FactStatus = "active"
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    volatility: Volatility = "stable"
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    recorded_from: datetime | None = None
+    last_reinforced_at: datetime | None = None
+    supersedes_id: UUID | None = None
+    source_event_ids: list[UUID] = Field(default_factory=list)
+    version: int = Field(default=1, ge=1)
+
+
+class EventRecord(_Strict):
+    """An episode (source event)."""
+
+    id: UUID | None = None
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    kind: str = Field(min_length=1, max_length=128)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    occurred_at: datetime | None = None
+
+
+class ConflictRecord(_Strict):
+    """A conflict set over facts of one scope. ``resolved`` needs the fact to keep."""
+
+    id: UUID | None = None
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    fact_ids: list[UUID] = Field(min_length=2)
+    status: Literal["open", "resolved"] = "open"
+    reason: str | None = None
+    keep_fact_id: UUID | None = None
+
+
+class MemoryDocument(_Strict):
+    facts: list[FactRecord] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
+    conflicts: list[ConflictRecord] = Field(default_factory=list)

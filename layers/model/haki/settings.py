@@ -1,0 +1,81 @@
+"""Runtime configuration, read once from the environment into one validated model.
+
+No other module reads ``os.environ``: code asks :func:`get_settings` (cached) or receives a
+``Settings`` explicitly (tests and benchmarks build their own).
+"""
+
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from haki.errors import ConfigurationError
+
+#: Root of a source checkout (``layers/model/haki`` → three levels up). In the Lambda layer the
+#: package sits in ``/opt/python`` and this path does not hold a checkout; nothing below relies
+#: on it there.
+SOURCE_ROOT = Path(__file__).resolve().parents[3]
+
+#: Where the layer puts the model files (``/opt`` is the layer mount point in Lambda).
+LAYER_MODEL_DIR = Path("/opt/haki/models")
+
+
+def _default_data_dir() -> Path:
+    return SOURCE_ROOT / ".haki"
+
+
+def _default_model_dir() -> Path:
+    if LAYER_MODEL_DIR.is_dir():
+        return LAYER_MODEL_DIR
+    return SOURCE_ROOT / "build" / "models"
+
+
+class Settings(BaseModel):
+    """Every knob of the service, with its environment variable and default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: ``HAKI_DATABASE_URL``: a libpq URL. Unset → the embedded PostgreSQL under ``data_dir``.
+    database_url: str | None = None
+    #: ``HAKI_DATA_DIR``: local state (embedded database, dev key). Git-ignored.
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    #: ``HAKI_EMBED_PROVIDER``: which embedder builds query and passage vectors.
+    embed_provider: str = "e5-small-multilingual"
+    #: ``HAKI_MODEL_DIR``: folder holding one sub-folder per built provider.
+    model_dir: Path = Field(default_factory=_default_model_dir)
+    #: ``HAKI_EMBED_THREADS``: onnxruntime intra-op threads (a Lambda ≤1769 MB has one vCPU).
+    embed_threads: int = Field(default=1, ge=1, le=64)
+    #: ``HAKI_RECALL_MAX_DISTANCE``: opt-in recall floor on cosine distance; 0 disables it.
+    recall_max_distance: float = Field(default=0.0, ge=0.0, le=2.0)
+    #: ``HAKI_VOLATILITY_HORIZON_*_DAYS``: after this many days without reinforcement a fact of
+    #: that volatility is flagged (slow) or dropped (volatile, ephemeral).
+    volatility_horizon_slow_days: float = Field(default=365.0, gt=0)
+    volatility_horizon_volatile_days: float = Field(default=60.0, gt=0)
+    volatility_horizon_ephemeral_days: float = Field(default=7.0, gt=0)
+    #: ``HAKI_LOG_LEVEL``.
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """Build settings from ``HAKI_*`` variables; unknown ``HAKI_*`` names are ignored."""
+        env = os.environ if environ is None else environ
+        values: dict[str, str] = {}
+        for name in cls.model_fields:
+            raw = env.get(f"HAKI_{name.upper()}")
+            if raw is not None and raw != "":
+                values[name] = raw
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"HAKI_{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
+            )
+            raise ConfigurationError(f"invalid configuration: {problems}") from exc
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment on first use."""
+    return Settings.from_env()

@@ -1,0 +1,77 @@
+"""Shared fixtures: one embedded PostgreSQL 16 + pgvector per test session.
+
+The session migrates one fresh database; tests reach it through the runtime role
+(``haki_app``), as production does, and isolate themselves from each other by working in a
+project id of their own (row-level security and the exact-scope filters keep them apart).
+Tests that need an empty database of their own (migrations) create one with
+``fresh_database``.
+"""
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from haki.db import Database, Role
+from haki.db.connection import connect, embedded_role_url
+from haki.db.embedded import start_embedded
+from haki.db.migrate import apply_migrations
+
+_db_names = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_superuser_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The embedded server of this test session (stopped when the session ends)."""
+    return start_embedded(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture(scope="session")
+def fresh_database(pg_superuser_url: str) -> Callable[[], dict[Role, str]]:
+    """Create an empty database; return its URL for each role."""
+
+    def create() -> dict[Role, str]:
+        name = f"haki_t{next(_db_names)}_{uuid.uuid4().hex[:6]}"
+        with psycopg.connect(pg_superuser_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return {role: embedded_role_url(pg_superuser_url, role, name) for role in Role}
+
+    return create
+
+
+@pytest.fixture(scope="session")
+def db_urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
+    """The session's migrated database: URL per role."""
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER])
+    return urls
+
+
+@pytest.fixture(scope="session")
+def migrations_dir() -> Path:
+    return Path(__file__).resolve().parents[1] / "migrations"
+
+
+@pytest.fixture
+def app_db(db_urls: dict[Role, str]) -> Iterator[Database]:
+    """A runtime-role handle (row-level security applies)."""
+    db = Database(db_urls[Role.APP])
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def owner_conn(db_urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
+    """An owner connection, for seeding and checking rows across projects."""
+    with connect(db_urls[Role.OWNER]) as conn:
+        yield conn
+
+
+@pytest.fixture
+def project_id() -> str:
+    """A project id of this test alone."""
+    return f"proj-{uuid.uuid4().hex[:12]}"

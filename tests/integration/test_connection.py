@@ -1,0 +1,42 @@
+"""The process-wide connection: reused, replaced when dropped, 503 when the database is gone."""
+
+import psycopg
+import pytest
+
+from haki.db import Database, Role
+from haki.errors import ServiceUnavailable
+
+
+def test_connection_is_reused_across_transactions(app_db: Database, project_id: str) -> None:
+    with app_db.transaction(project_id) as first:
+        pid = first.info.backend_pid
+    with app_db.transaction(project_id) as second:
+        assert second.info.backend_pid == pid
+
+
+def test_no_server_side_prepared_statements(app_db: Database, project_id: str) -> None:
+    for _ in range(8):  # psycopg would prepare after 5 executions by default
+        with app_db.transaction(project_id) as conn:
+            conn.execute("SELECT count(*) FROM facts WHERE subject_id = %s", ("x",))
+    with app_db.transaction(project_id) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
+
+
+def test_dropped_connection_is_replaced(
+    app_db: Database, db_urls: dict[Role, str], project_id: str
+) -> None:
+    with app_db.transaction(project_id) as conn:
+        pid = conn.info.backend_pid
+    with psycopg.connect(db_urls[Role.OWNER], autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    with app_db.transaction(project_id) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert conn.info.backend_pid != pid
+
+
+def test_unreachable_database_is_service_unavailable(tmp_path: object) -> None:
+    db = Database(f"postgresql://haki_app@/haki?host={tmp_path}")
+    with pytest.raises(ServiceUnavailable) as info, db.transaction("p"):
+        pass
+    assert info.value.code == "service_unavailable"
+    assert info.value.status == 503

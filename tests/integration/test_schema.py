@@ -1,0 +1,88 @@
+"""Schema behaviour: the generated search vector, CHECK constraints, and the indexes the
+retrieval queries rely on."""
+
+import json
+
+import numpy as np
+import psycopg
+import pytest
+
+from haki.db import Role
+from haki.db.connection import connect
+
+
+def _vec(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _insert_fact(conn: psycopg.Connection, project: str, predicate: str, value: object,
+                 seed: int = 0, subject: str = "s1") -> str:
+    row = conn.execute(
+        "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
+        "VALUES (%s, %s, %s, %s, %s) RETURNING id",
+        (project, subject, predicate, json.dumps(value), _vec(seed)),
+    ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_search_vector_filled_on_insert_and_update(
+    owner_conn: psycopg.Connection, project_id: str
+) -> None:
+    fact_id = _insert_fact(owner_conn, project_id, "preferred_language", {"lang": "Français"})
+    sv = owner_conn.execute("SELECT search_vector::text FROM facts WHERE id = %s",
+                            (fact_id,)).fetchone()
+    assert sv is not None
+    assert "'preferred':1A" in sv[0] and "'language':2A" in sv[0] and "'français'" in sv[0]
+    owner_conn.execute("UPDATE facts SET value = %s WHERE id = %s",
+                       (json.dumps({"lang": "English", "since": 2021}), fact_id))
+    sv = owner_conn.execute("SELECT search_vector::text FROM facts WHERE id = %s",
+                            (fact_id,)).fetchone()
+    assert sv is not None
+    assert "'english'" in sv[0] and "'2021'" in sv[0] and "français" not in sv[0]
+
+
+def test_search_vector_cannot_be_written(owner_conn: psycopg.Connection, project_id: str) -> None:
+    with pytest.raises(psycopg.errors.GeneratedAlways):
+        owner_conn.execute(
+            "INSERT INTO facts (project_id, subject_id, predicate, value, embedding, search_vector)"
+            " VALUES (%s, 's', 'p', '1', %s, 'x')", (project_id, _vec(1)))
+
+
+@pytest.mark.parametrize(
+    ("column", "bad"),
+    [("status", "archived"), ("volatility", "sometimes"), ("confidence", 1.5)],
+)
+def test_enum_like_columns_are_checked(
+    owner_conn: psycopg.Connection, project_id: str, column: str, bad: object
+) -> None:
+    with pytest.raises(psycopg.errors.CheckViolation):
+        owner_conn.execute(
+            f"INSERT INTO facts (project_id, subject_id, predicate, value, embedding, {column}) "
+            "VALUES (%s, 's', 'p', '1', %s, %s)", (project_id, _vec(2), bad))
+
+
+def test_explain_uses_hnsw_and_gin(db_urls: dict[Role, str], project_id: str) -> None:
+    """With enough rows the planner picks the HNSW index for ORDER BY <=> LIMIT and the GIN
+    index for @@ — the two phase-1 arms."""
+    with connect(db_urls[Role.OWNER]) as conn:
+        rng = np.random.default_rng(7)
+        vectors = rng.standard_normal((3000, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with conn.transaction(), conn.cursor().copy(
+            "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
+        ) as copy:
+            for i, v in enumerate(vectors):
+                copy.write_row((project_id, f"s{i % 50}", f"word{i}", json.dumps(f"v{i}"), v))
+        conn.execute("ANALYZE facts")
+        with conn.transaction():
+            conn.execute("SET LOCAL enable_seqscan = off")
+            vec_plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT id FROM facts ORDER BY embedding <=> %s LIMIT 64",
+                (vectors[0],)))
+            fts_plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT id FROM facts WHERE search_vector @@ "
+                "to_tsquery('simple', 'word17')"))
+    assert "facts_embedding_hnsw" in vec_plan
+    assert "facts_search_vector_gin" in fts_plan
