@@ -9,7 +9,11 @@ CREATE TABLE context_calls (
     packet           jsonb NOT NULL,
     token_count      integer NOT NULL CHECK (token_count >= 0),
     status           text NOT NULL CHECK (status IN ('ok', 'degraded')),
-    empty_reason     text CHECK (empty_reason IN ('no_memory', 'no_relevant_memory')),
+    -- Why a packet is empty: nothing in scope matched (no_memory), the recall floor gated
+    -- every candidate (no_relevant_memory), or candidates were all blocked, expired or over
+    -- budget (all_filtered; the warnings and the trace say which).
+    empty_reason     text CHECK (empty_reason IN
+                         ('no_memory', 'no_relevant_memory', 'all_filtered')),
     facts_served     integer NOT NULL CHECK (facts_served >= 0),
     episodes_served  integer NOT NULL CHECK (episodes_served >= 0),
     candidates       integer NOT NULL CHECK (candidates >= 0),

@@ -20,7 +20,7 @@ MAX_BUDGET_TOKENS = 100_000
 
 ScopeId = str
 Status = Literal["ok", "degraded"]
-EmptyReason = Literal["no_memory", "no_relevant_memory"]
+EmptyReason = Literal["no_memory", "no_relevant_memory", "all_filtered"]
 FactStatus = Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
 Volatility = Literal["stable", "slow", "volatile", "ephemeral"]
 TraceAction = Literal["included", "excluded", "blocked"]

@@ -77,6 +77,15 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
     return conn
 
 
+def set_scope(conn: psycopg.Connection, project_id: str | None) -> None:
+    """Confine the current transaction to ``project_id`` for row-level security.
+
+    Transaction-local (``is_local = true``): it ends with the transaction, so a pooled or
+    proxied connection never carries one tenant's scope into another's request.
+    """
+    conn.execute("SELECT set_config('haki.project_id', %s, true)", (project_id or "",))
+
+
 class Database:
     """A process-wide handle: one connection, opened on first use, replaced when dropped.
 
@@ -114,7 +123,7 @@ class Database:
             stack = ExitStack()
             try:
                 stack.enter_context(conn.transaction())
-                conn.execute("SELECT set_config('haki.project_id', %s, true)", (project_id or "",))
+                set_scope(conn, project_id)
                 return conn, stack
             except psycopg.OperationalError:
                 self.close()

@@ -1,0 +1,61 @@
+"""Retrieval constants and weights, in one frozen object with documented defaults.
+
+The weights are documented here but are not part of the public API contract: they may change
+between versions. The arm switches exist for ablation studies (``haki eval``); production
+always runs with every part on.
+"""
+
+from dataclasses import dataclass, field
+
+#: Words that carry no meaning for the full-text arm, English and French. The arm ORs the
+#: question's terms (``websearch_to_tsquery`` alone ANDs them, so natural questions would
+#: match nothing); without this list "the", "de" or "is" would match nearly every fact and
+#: crowd the arm's 64 slots, since ``ts_rank_cd`` has no notion of term rarity.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a an and are as at be been but by can could did do does for from had has have how i if in
+    into is it its me my no not of on or our should so than that the their them then there
+    these they this to was we were what when where which who whom why will with would you your
+    au aux avec ce ces cette dans de des du elle en est et il ils je la le les leur lui ma mais
+    me mes mon ne nous on ou où par pas pour qu que quel quelle quelles quels qui sa se ses son
+    sont sur ta te tes ton tu un une vos votre vous y est-ce
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Every tunable of the assembler. Defaults are the production values (SPEC §4)."""
+
+    #: Phase 1: rows taken from each arm (vector, full-text) before the union.
+    top_k: int = 64
+    #: Phase 2: at most this many union rows are scored, packed and traced.
+    candidate_limit: int = 256
+    #: Hybrid score weights: cosine similarity, ts_rank_cd, recency.
+    weight_similarity: float = 0.6
+    weight_text: float = 0.25
+    weight_recency: float = 0.15
+    #: Recency decays as exp(-Δt / τ), τ in days.
+    recency_tau_days: float = 30.0
+    #: Episodes: nearest events of the scope, packed after the facts in the same budget.
+    episode_top_k: int = 8
+    excerpt_chars: int = 300
+    #: Multi-hop: at most this many entities, this many facts each, one hop.
+    multi_hop_max_entities: int = 2
+    multi_hop_max_per_entity: int = 5
+    #: Full-text arm: at most this many distinct query terms are ORed (bounds huge queries).
+    max_query_terms: int = 32
+    stopwords: frozenset[str] = field(default=STOPWORDS)
+    #: HNSW search breadth for the vector arm, with pgvector 0.8 iterative scans so that a
+    #: scope that is a small slice of the table still yields ``top_k`` in-scope rows.
+    hnsw_ef_search: int = 100
+    hnsw_max_scan_tuples: int = 20_000
+    #: Ablation switches (all on in production).
+    use_vector_arm: bool = True
+    use_text_arm: bool = True
+    use_recency: bool = True
+    use_multi_hop: bool = True
+    use_episodes: bool = True
+
+
+DEFAULT_CONFIG = RetrievalConfig()

@@ -1,0 +1,168 @@
+"""Budget packing and the decision of every candidate — pure Python, no database.
+
+The packer walks the candidates in the order the rules prescribe (ranked facts, then
+multi-hop facts, then episodes), takes one decision per candidate, and keeps the packet and
+the token count that result. Every candidate it is shown gets exactly one decision, so the
+trace explains every row considered.
+"""
+
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate
+from haki.models import ContextPacket, EmptyReason, PacketEpisode, PacketFact, TraceAction
+from haki.text import estimate_tokens
+
+#: Volatility classes dropped once their horizon has passed; ``slow`` is served, flagged.
+EXPIRING = frozenset({"volatile", "ephemeral"})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One row of the trace."""
+
+    fact_id: UUID | None
+    event_id: UUID | None
+    action: TraceAction
+    reason_code: str
+    rank: int | None
+    score: float | None
+    similarity: float | None
+    text_rank: float | None
+    recency: float | None
+    tokens: int | None
+    unconfirmed: bool = False
+
+
+@dataclass
+class Packer:
+    """Greedy packing under ``budget`` tokens.
+
+    Facts go in by descending score while they fit; one that does not fit is excluded
+    ``over_budget`` and the packer goes on with the next (a smaller fact further down may
+    still fit). ``max_distance`` > 0 turns the recall floor on for ranked facts and episodes;
+    multi-hop facts are never gated by it.
+    """
+
+    budget: int
+    max_distance: float = 0.0
+    excerpt_chars: int = 300
+    remaining: int = field(init=False)
+    decisions: list[Decision] = field(default_factory=list, init=False)
+    facts: list[PacketFact] = field(default_factory=list, init=False)
+    episodes: list[PacketEpisode] = field(default_factory=list, init=False)
+    blocked_conflicts: int = field(default=0, init=False)
+    expired: int = field(default=0, init=False)
+    below_floor: int = field(default=0, init=False)
+    #: Texts of the included facts, for multi-hop entity detection.
+    included_texts: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.remaining = self.budget
+
+    @property
+    def tokens_used(self) -> int:
+        return self.budget - self.remaining
+
+    @property
+    def considered_fact_ids(self) -> list[UUID]:
+        return [d.fact_id for d in self.decisions if d.fact_id is not None]
+
+    def add_ranked_facts(self, candidates: list[FactCandidate]) -> None:
+        for rank, candidate in enumerate(candidates, start=1):
+            self._decide_fact(candidate, rank, included_reason="top_score", gated=True)
+
+    def add_multi_hop_facts(self, candidates: list[FactCandidate]) -> None:
+        for rank, candidate in enumerate(candidates, start=1):
+            self._decide_fact(candidate, rank, included_reason="multi_hop_expansion", gated=False)
+
+    def add_episodes(self, candidates: list[EpisodeCandidate]) -> None:
+        for rank, episode in enumerate(candidates, start=1):
+            excerpt = episode.excerpt(self.excerpt_chars)
+            tokens = estimate_tokens(excerpt)
+            action: TraceAction
+            if self._below_floor(episode.distance):
+                self.below_floor += 1
+                action, reason = "excluded", "below_relevance_floor"
+            elif tokens > self.remaining:
+                action, reason = "excluded", "over_budget"
+            else:
+                action, reason = "included", "episode_match"
+                self.remaining -= tokens
+                self.episodes.append(PacketEpisode(
+                    event_id=episode.id, kind=episode.kind,
+                    occurred_at=episode.occurred_at, excerpt=excerpt))
+            # An episode's score is its similarity: episodes are ranked by cosine alone.
+            self.decisions.append(Decision(
+                fact_id=None, event_id=episode.id, action=action, reason_code=reason,
+                rank=rank, score=episode.similarity, similarity=episode.similarity,
+                text_rank=None, recency=None, tokens=tokens))
+
+    def packet(self, *, missing_purpose: bool) -> ContextPacket:
+        warnings: list[str] = []
+        if self.blocked_conflicts:
+            warnings.append(
+                f"open_conflict: {self.blocked_conflicts} fact(s) hidden pending conflict "
+                "resolution")
+        if self.expired:
+            warnings.append(
+                f"volatility_expired: {self.expired} fact(s) past their volatility horizon "
+                "were not served")
+        if missing_purpose:
+            warnings.append("missing_purpose: no purpose was given for this context request")
+        return ContextPacket(
+            facts=self.facts,
+            episodes=self.episodes,
+            warnings=warnings,
+            status="degraded" if warnings else "ok",
+            empty_reason=self._empty_reason(),
+        )
+
+    def _empty_reason(self) -> EmptyReason | None:
+        if self.facts or self.episodes:
+            return None
+        if not self.decisions:
+            return "no_memory"
+        if self.below_floor:
+            return "no_relevant_memory"
+        return "all_filtered"
+
+    def _below_floor(self, distance: float) -> bool:
+        return self.max_distance > 0 and distance > self.max_distance
+
+    def _decide_fact(
+        self, candidate: FactCandidate, rank: int, *, included_reason: str, gated: bool
+    ) -> None:
+        if candidate.conflict_open:
+            # Never scored, never packed: the trace says it was there and why it was hidden.
+            self.blocked_conflicts += 1
+            self.decisions.append(Decision(
+                fact_id=candidate.id, event_id=None, action="blocked",
+                reason_code="conflict_open", rank=rank, score=None, similarity=None,
+                text_rank=None, recency=None, tokens=None))
+            return
+        text = candidate.text
+        tokens = estimate_tokens(text)
+        unconfirmed = candidate.horizon_passed and candidate.volatility == "slow"
+        action: TraceAction
+        if candidate.horizon_passed and candidate.volatility in EXPIRING:
+            self.expired += 1
+            action, reason = "excluded", "volatility_expired"
+        elif gated and self._below_floor(candidate.distance):
+            self.below_floor += 1
+            action, reason = "excluded", "below_relevance_floor"
+        elif tokens > self.remaining:
+            action, reason = "excluded", "over_budget"
+        else:
+            action, reason = "included", included_reason
+            self.remaining -= tokens
+            self.included_texts.append(text)
+            self.facts.append(PacketFact(
+                id=candidate.id, predicate=candidate.predicate, value=candidate.value,
+                confidence=candidate.confidence, valid_from=candidate.valid_from,
+                source_event_ids=candidate.source_event_ids, unconfirmed=unconfirmed))
+        self.decisions.append(Decision(
+            fact_id=candidate.id, event_id=None, action=action, reason_code=reason,
+            rank=rank, score=candidate.score, similarity=candidate.similarity,
+            text_rank=candidate.text_rank, recency=candidate.recency, tokens=tokens,
+            unconfirmed=unconfirmed and action == "included"))

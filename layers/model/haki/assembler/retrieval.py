@@ -1,0 +1,86 @@
+"""Runs the assembler's SQL and turns rows into candidates. All I/O of the assembler is here
+and in ``trace.py``."""
+
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import psycopg
+from psycopg.rows import dict_row
+
+from haki.assembler import sql
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate
+from haki.assembler.config import RetrievalConfig
+from haki.models import ContextRequest
+from haki.settings import Settings
+
+_DAY_SECONDS = 86_400.0
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    facts: list[FactCandidate]
+    episodes: list[EpisodeCandidate]
+    #: SQL statements sent and network round trips taken.
+    statements: int
+    round_trips: int
+
+
+def query_parameters(
+    request: ContextRequest, query_vector: np.ndarray, settings: Settings,
+    config: RetrievalConfig,
+) -> dict[str, Any]:
+    """The named parameters shared by the assembler's statements."""
+    return {
+        "project_id": request.project_id,
+        "subject_id": request.subject_id,
+        "query": request.query,
+        "query_vector": query_vector,
+        "stopwords": sorted(config.stopwords),
+        "max_terms": config.max_query_terms,
+        "top_k": config.top_k,
+        "candidate_limit": config.candidate_limit,
+        "episode_top_k": config.episode_top_k,
+        "w_similarity": config.weight_similarity,
+        "w_text": config.weight_text,
+        "w_recency": config.weight_recency if config.use_recency else 0.0,
+        "recency_tau_seconds": config.recency_tau_days * _DAY_SECONDS,
+        "horizon_slow_seconds": settings.volatility_horizon_slow_days * _DAY_SECONDS,
+        "horizon_volatile_seconds": settings.volatility_horizon_volatile_days * _DAY_SECONDS,
+        "horizon_ephemeral_seconds": settings.volatility_horizon_ephemeral_days * _DAY_SECONDS,
+        "use_vector_arm": config.use_vector_arm,
+        "use_text_arm": config.use_text_arm,
+        "use_episodes": config.use_episodes,
+        "ef_search": str(config.hnsw_ef_search),
+        "max_scan_tuples": str(config.hnsw_max_scan_tuples),
+    }
+
+
+def retrieve(conn: psycopg.Connection, params: dict[str, Any]) -> Retrieved:
+    """Phase 1 + phase 2 for facts and the nearest episodes, in one pipelined round trip."""
+    with conn.pipeline():
+        conn.execute(sql.PLANNER_SETTINGS, params)
+        facts = conn.cursor(row_factory=dict_row).execute(sql.FACT_CANDIDATES, params)
+        episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
+    return Retrieved(
+        facts=[FactCandidate.from_row(r) for r in facts.fetchall()],
+        episodes=[EpisodeCandidate.from_row(r) for r in episodes.fetchall()],
+        statements=3,
+        round_trips=1,
+    )
+
+
+def retrieve_multi_hop(
+    conn: psycopg.Connection, params: dict[str, Any], *, entities: list[str],
+    seen_ids: list[UUID], per_entity: int,
+) -> list[FactCandidate]:
+    """Facts sharing an entity with the packet, by entity rank; each fact once."""
+    rows = conn.cursor(row_factory=dict_row).execute(
+        sql.MULTI_HOP_CANDIDATES,
+        {**params, "entities": entities, "seen_ids": seen_ids, "per_entity": per_entity},
+    ).fetchall()
+    unique: dict[UUID, FactCandidate] = {}
+    for row in rows:
+        unique.setdefault(row["id"], FactCandidate.from_row(row))
+    return list(unique.values())

@@ -1,0 +1,169 @@
+"""The assembler's SQL, in one place. Every statement filters on the exact scope first.
+
+Round trips per context call (see ``retrieval.py``): one pipelined batch (planner settings,
+phase 1 + phase 2 for facts, nearest episodes), an optional multi-hop statement, and the
+trace write — inside one transaction.
+
+Indexes relied upon (migrations):
+- ``facts_embedding_hnsw`` / ``events_embedding_hnsw`` (0002): ``ORDER BY embedding <=> q LIMIT k``;
+- ``facts_search_vector_gin`` (0004): ``search_vector @@ q``;
+- ``facts_scope_idx`` / ``events_scope_idx`` (0002): the scope filter, and the exact scan the
+  planner prefers when a scope is small (``facts_scope_stats`` keeps its estimate honest);
+- ``conflict_sets_open_idx`` (0003): the open-conflict lookup.
+"""
+
+#: Transaction-local planner settings for the vector arms (RDS-Proxy-safe: nothing outlives
+#: the transaction). pgvector's HNSW scan returns at most ``ef_search`` rows and the scope
+#: filter applies after the scan, so a scope that is a small slice of the table would get a
+#: handful of rows out of 64. Iterative scans (pgvector 0.8) keep scanning until ``LIMIT`` rows
+#: pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
+#: ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
+#: Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
+PLANNER_SETTINGS = """
+SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
+       set_config('hnsw.ef_search', %(ef_search)s, true),
+       set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
+"""
+
+#: The hard filters every fact arm applies before any score (SPEC §4.1), minus the two that
+#: must be traced when they bite: open conflicts (``blocked``) and volatility (``excluded``).
+_FACT_SCOPE = """
+    f.project_id = %(project_id)s
+    AND f.subject_id = %(subject_id)s
+    AND f.status = 'active'
+    AND (f.valid_to IS NULL OR f.valid_to > now())
+"""
+
+
+def _scored_fact_columns(tsquery: str) -> str:
+    """Columns of a scored fact, text rank against ``tsquery`` (an SQL expression).
+
+    Only what the packet, the trace and the rules need — never the 384-d embedding itself
+    (decoding it costs more than scoring).
+    """
+    return f"""
+    f.id,
+    f.predicate,
+    f.value,
+    f.confidence,
+    f.valid_from,
+    f.source_event_ids,
+    f.volatility,
+    (f.embedding <=> %(query_vector)s)::float8 AS distance,
+    coalesce(ts_rank_cd(f.search_vector, {tsquery}, 32), 0)::float8 AS text_rank,
+    exp(-greatest(extract(epoch FROM now() - coalesce(f.valid_from, f.recorded_from)), 0)
+        / %(recency_tau_seconds)s)::float8 AS recency,
+    EXISTS (
+        SELECT 1 FROM conflict_sets AS c
+        WHERE c.project_id = f.project_id AND c.subject_id = f.subject_id
+          AND c.status = 'open' AND f.id = ANY (c.fact_ids)
+    ) AS conflict_open,
+    CASE f.volatility
+        WHEN 'stable' THEN false
+        ELSE coalesce(f.last_reinforced_at, f.valid_from, f.recorded_from)
+             + make_interval(secs => CASE f.volatility
+                   WHEN 'slow' THEN %(horizon_slow_seconds)s
+                   WHEN 'volatile' THEN %(horizon_volatile_seconds)s
+                   ELSE %(horizon_ephemeral_seconds)s END) < now()
+    END AS horizon_passed
+"""
+
+
+#: The question's terms ORed into one tsquery. Parsed by the same 'simple' configuration as
+#: ``websearch_to_tsquery('simple', query)`` (any user text is accepted: quotes, '-', 'or',
+#: SQL, emoji), but ORed rather than ANDed so natural questions match the facts that share
+#: their meaningful terms; stop words are dropped (``ts_rank_cd`` ignores term rarity) and the
+#: longest terms are kept first when a huge query has more than ``max_terms``. Each term is
+#: turned into a tsquery by ``plainto_tsquery`` (never a syntax error) and ORed by the
+#: ``tsquery_or_agg`` aggregate (0004). NULL when no term is left: the arm then returns nothing.
+_TEXT_QUERY = """
+text_query AS (
+    SELECT tsquery_or_agg(plainto_tsquery('simple', term)) AS q
+    FROM (
+        SELECT term
+        FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS term
+        WHERE char_length(term) > 1 AND NOT (term = ANY (%(stopwords)s))
+        ORDER BY char_length(term) DESC, term
+        LIMIT %(max_terms)s
+    ) AS terms
+)
+"""
+
+#: Phase 1 (candidates from the two indexes) and phase 2 (full hybrid score on their union
+#: only), in one statement. The score:
+#:   w_sim × cosine similarity + w_text × ts_rank_cd(normalised to [0, 1) by flag 32)
+#:   + w_rec × exp(-Δt / τ),  Δt = now() - coalesce(valid_from, recorded_from).
+#: Weights come from ``RetrievalConfig``; an ablation sets an arm's switch to false, which the
+#: planner folds into a one-time filter (the arm is not executed).
+FACT_CANDIDATES = f"""
+WITH {_TEXT_QUERY},
+vector_arm AS MATERIALIZED (
+    SELECT f.id, f.embedding <=> %(query_vector)s AS distance
+    FROM facts AS f
+    WHERE %(use_vector_arm)s AND {_FACT_SCOPE}
+    ORDER BY f.embedding <=> %(query_vector)s
+    LIMIT %(top_k)s
+),
+text_arm AS MATERIALIZED (
+    SELECT f.id
+    FROM facts AS f, text_query AS t
+    WHERE %(use_text_arm)s AND t.q IS NOT NULL AND f.search_vector @@ t.q AND {_FACT_SCOPE}
+    ORDER BY ts_rank_cd(f.search_vector, t.q, 32) DESC, f.id
+    LIMIT %(top_k)s
+),
+candidates AS (
+    SELECT id FROM vector_arm
+    UNION
+    SELECT id FROM text_arm
+),
+scored AS (
+    SELECT {_scored_fact_columns("t.q")}
+    FROM candidates
+    JOIN facts AS f USING (id)
+    CROSS JOIN text_query AS t
+)
+SELECT scored.*,
+       (%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
+        + %(w_recency)s * recency)::float8 AS score
+FROM scored
+ORDER BY score DESC, id
+LIMIT %(candidate_limit)s
+"""
+
+#: Multi-hop expansion: for each entity (in rank order), up to ``per_entity`` facts of the scope
+#: that mention it, full-text only (no new embedding), skipping facts already considered.
+#: Scored with the same formula so the trace can show where they would have ranked.
+MULTI_HOP_CANDIDATES = f"""
+SELECT hop.entity, hop.position, picked.*
+FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS hop(entity, position)
+CROSS JOIN LATERAL (
+    SELECT scored.*,
+           (%(w_similarity)s * (1 - scored.distance) + %(w_text)s * scored.text_rank
+            + %(w_recency)s * scored.recency)::float8 AS score
+    FROM (
+        SELECT {_scored_fact_columns("plainto_tsquery('simple', hop.entity)")}
+        FROM facts AS f
+        WHERE {_FACT_SCOPE}
+          AND f.search_vector @@ plainto_tsquery('simple', hop.entity)
+          AND NOT (f.id = ANY (%(seen_ids)s::uuid[]))
+    ) AS scored
+    ORDER BY scored.text_rank DESC, scored.id
+    LIMIT %(per_entity)s
+) AS picked
+ORDER BY hop.position, picked.text_rank DESC, picked.id
+"""
+
+#: Episodes: the nearest events of the same scope (HNSW on events.embedding, or an exact scan
+#: of a small scope). The payload is needed for the excerpt; eight rows at most.
+EPISODE_CANDIDATES = """
+WITH nearest AS MATERIALIZED (
+    SELECT e.id, e.kind, e.payload, e.occurred_at,
+           (e.embedding <=> %(query_vector)s)::float8 AS distance
+    FROM events AS e
+    WHERE %(use_episodes)s
+      AND e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
+    ORDER BY e.embedding <=> %(query_vector)s
+    LIMIT %(episode_top_k)s
+)
+SELECT * FROM nearest ORDER BY distance, id
+"""

@@ -1,0 +1,120 @@
+"""The decision trace: written with the packet in one statement, read back by inspect."""
+
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from haki.assembler.packing import Decision
+from haki.db import Database
+from haki.errors import TraceNotFound
+from haki.models import ContextRequest, ContextResponse, InspectResponse, TraceDecision
+
+#: The call row and every decision row in ONE statement: a data-modifying CTE inserts the call,
+#: and the outer INSERT writes all decisions from parallel arrays (unnest), so a packet is never
+#: stored without its trace and the write costs one round trip however many candidates there
+#: were. The foreign key from context_traces to context_calls is checked at the end of the
+#: statement, when both are in.
+INSERT_CALL_AND_TRACE = """
+WITH call AS (
+    INSERT INTO context_calls (
+        trace_id, project_id, subject_id, query, purpose, budget_tokens, packet, token_count,
+        status, empty_reason, facts_served, episodes_served, candidates,
+        embed_ms, retrieval_ms, latency_ms)
+    VALUES (
+        %(trace_id)s, %(project_id)s, %(subject_id)s, %(query)s, %(purpose)s,
+        %(budget_tokens)s, %(packet)s, %(token_count)s, %(status)s, %(empty_reason)s,
+        %(facts_served)s, %(episodes_served)s, %(candidates)s,
+        %(embed_ms)s, %(retrieval_ms)s, %(latency_ms)s)
+    RETURNING trace_id, project_id, subject_id
+)
+INSERT INTO context_traces (
+    trace_id, ordinal, project_id, subject_id, fact_id, event_id, action, reason_code,
+    rank, score, similarity, text_rank, recency, tokens, unconfirmed)
+SELECT call.trace_id, d.ordinal, call.project_id, call.subject_id, d.fact_id, d.event_id,
+       d.action, d.reason_code, d.rank, d.score, d.similarity, d.text_rank, d.recency,
+       d.tokens, d.unconfirmed
+FROM call
+CROSS JOIN unnest(
+    %(ordinals)s::int[], %(fact_ids)s::uuid[], %(event_ids)s::uuid[], %(actions)s::text[],
+    %(reason_codes)s::text[], %(ranks)s::int[], %(scores)s::real[], %(similarities)s::real[],
+    %(text_ranks)s::real[], %(recencies)s::real[], %(tokens)s::int[], %(unconfirmed)s::bool[]
+) AS d(ordinal, fact_id, event_id, action, reason_code, rank, score, similarity, text_rank,
+       recency, tokens, unconfirmed)
+"""
+
+SELECT_CALL = """
+SELECT trace_id, project_id, subject_id, query, purpose, budget_tokens, packet, token_count,
+       created_at
+FROM context_calls
+WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %(subject_id)s
+"""
+
+SELECT_DECISIONS = """
+SELECT ordinal, fact_id, event_id, action, reason_code, rank, score, similarity, text_rank,
+       recency, tokens, unconfirmed
+FROM context_traces
+WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %(subject_id)s
+ORDER BY ordinal
+"""
+
+
+def write_trace(
+    conn: psycopg.Connection, request: ContextRequest, response: ContextResponse,
+    decisions: list[Decision], *, timings_ms: dict[str, float],
+) -> None:
+    packet = response.packet
+    columns: dict[str, list[Any]] = {
+        "ordinals": list(range(len(decisions))),
+        "fact_ids": [d.fact_id for d in decisions],
+        "event_ids": [d.event_id for d in decisions],
+        "actions": [d.action for d in decisions],
+        "reason_codes": [d.reason_code for d in decisions],
+        "ranks": [d.rank for d in decisions],
+        "scores": [d.score for d in decisions],
+        "similarities": [d.similarity for d in decisions],
+        "text_ranks": [d.text_rank for d in decisions],
+        "recencies": [d.recency for d in decisions],
+        "tokens": [d.tokens for d in decisions],
+        "unconfirmed": [d.unconfirmed for d in decisions],
+    }
+    conn.execute(INSERT_CALL_AND_TRACE, {
+        "trace_id": response.trace_id,
+        "project_id": request.project_id,
+        "subject_id": request.subject_id,
+        "query": request.query,
+        "purpose": request.purpose,
+        "budget_tokens": request.budget_tokens,
+        "packet": Jsonb(packet.model_dump(mode="json")),
+        "token_count": response.token_count,
+        "status": packet.status,
+        "empty_reason": packet.empty_reason,
+        "facts_served": len(packet.facts),
+        "episodes_served": len(packet.episodes),
+        "candidates": len(decisions),
+        "embed_ms": timings_ms["embed"],
+        "retrieval_ms": timings_ms["retrieval"],
+        "latency_ms": timings_ms["total"],
+        **columns,
+    })
+
+
+def load_trace(
+    db: Database, *, project_id: str, subject_id: str, trace_id: UUID
+) -> InspectResponse:
+    """The call and every decision of ``trace_id`` in this exact scope.
+
+    An unknown id and an id of another scope give the same :class:`TraceNotFound`, so the
+    answer never tells whether another tenant's trace exists.
+    """
+    params = {"trace_id": trace_id, "project_id": project_id, "subject_id": subject_id}
+    with db.transaction(project_id) as conn, conn.pipeline():
+        call_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_CALL, params)
+        decision_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_DECISIONS, params)
+    call = call_cursor.fetchone()
+    if call is None:
+        raise TraceNotFound("no trace with this id in this scope")
+    return InspectResponse(
+        **call, decisions=[TraceDecision(**row) for row in decision_cursor.fetchall()])
