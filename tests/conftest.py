@@ -20,6 +20,8 @@ from haki.db import Database, Role
 from haki.db.connection import connect, embedded_role_url
 from haki.db.embedded import start_embedded
 from haki.db.migrate import apply_migrations
+from haki.embedding import Embedder, get_embedder
+from haki.settings import Settings
 
 _db_names = itertools.count()
 
@@ -75,3 +77,15 @@ def owner_conn(db_urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
 def project_id() -> str:
     """A project id of this test alone."""
     return f"proj-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real default embedder, built by ``make model`` (the test command builds it)."""
+    return get_embedder(Settings())
+
+
+@pytest.fixture
+def settings() -> Settings:
+    """Defaults: recall floor off, default volatility horizons."""
+    return Settings()

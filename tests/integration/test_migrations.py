@@ -55,7 +55,7 @@ def test_failed_migration_rolls_back_whole_file(
     shutil.copytree(migrations_dir, copy)
     (copy / "0999_broken.sql").write_text(
         "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n")
-    with pytest.raises(MigrationError, match="0999_broken.sql"):
+    with pytest.raises(MigrationError, match=r"0999_broken\.sql"):
         apply_migrations(urls[Role.OWNER], copy)
     with psycopg.connect(urls[Role.OWNER]) as conn:
         assert conn.execute("SELECT to_regclass('half_done')").fetchone() == (None,)
@@ -89,5 +89,5 @@ def test_concurrent_runners_apply_each_file_once(
 
 def test_file_names_are_checked(tmp_path: Path) -> None:
     (tmp_path / "1_bad.sql").write_text("SELECT 1;")
-    with pytest.raises(MigrationError, match="0001_name.sql"):
+    with pytest.raises(MigrationError, match=r"0001_name\.sql"):
         load_migrations(tmp_path)

@@ -28,7 +28,7 @@ def two_projects(owner_conn: psycopg.Connection, project_id: str) -> tuple[str, 
 def test_select_without_where_sees_only_own_project(
     app_db: Database, two_projects: tuple[str, str]
 ) -> None:
-    a, b = two_projects
+    a, _ = two_projects
     with app_db.transaction(a) as conn:
         projects = {r[0] for r in conn.execute("SELECT project_id FROM facts")}
     assert projects == {a}

@@ -7,7 +7,9 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+
+from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
 
 #: Bounds of the public contract (SPEC §4).
 SCOPE_MAX_CHARS = 128
@@ -41,6 +43,46 @@ class ContextRequest(_Strict):
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
     budget_tokens: StrictInt = Field(default=DEFAULT_BUDGET_TOKENS, gt=0, le=MAX_BUDGET_TOKENS)
+
+    @field_validator("project_id", "subject_id")
+    @classmethod
+    def _no_control_characters(cls, value: str) -> str:
+        if any(ord(ch) < 32 for ch in value):
+            raise ValueError("must not contain control characters")
+        return value
+
+    @field_validator("query", "purpose")
+    @classmethod
+    def _drop_nul(cls, value: str | None) -> str | None:
+        """PostgreSQL text cannot hold NUL; a NUL in free text carries no meaning, drop it."""
+        if value is None:
+            return None
+        cleaned = value.replace("\x00", "")
+        if not cleaned.strip():
+            raise ValueError("must contain some text")
+        return cleaned
+
+
+def parse_context_request(body: object) -> ContextRequest:
+    """Validate a context request body, raising the contract's error codes.
+
+    Missing scope → ``missing_scope``; a budget that is not a positive integer (or is above
+    ``MAX_BUDGET_TOKENS``) → ``budget_exceeded``; anything else → ``validation_error``.
+    """
+    try:
+        return ContextRequest.model_validate(body)
+    except ValidationError as exc:
+        errors = exc.errors()
+        fields = [str(e["loc"][0]) if e["loc"] else "" for e in errors]
+        for error, field in zip(errors, fields, strict=True):
+            if field in ("project_id", "subject_id") and error["type"] == "missing":
+                raise MissingScope(f"{field} is required") from exc
+        if "budget_tokens" in fields:
+            raise BudgetExceeded(
+                f"budget_tokens must be a positive integer no larger than {MAX_BUDGET_TOKENS}"
+            ) from exc
+        first, field = errors[0], fields[0]
+        raise ValidationFailed(f"{field or 'body'}: {first['msg']}") from exc
 
 
 class PacketFact(_Strict):

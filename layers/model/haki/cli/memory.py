@@ -1,0 +1,78 @@
+"""``haki load`` and ``haki context``: write memory, ask for context, from the shell.
+
+Both act as the runtime role (row-level security applies); ``context`` prints exactly the body
+``POST /v1/context`` returns.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from haki.assembler import assemble
+from haki.assembler.render import render_packet
+from haki.db import Database, Role, database_url
+from haki.embedding import get_embedder
+from haki.errors import BudgetExceeded
+from haki.memory import MemoryWriter, parse_document
+from haki.models import parse_context_request
+from haki.settings import get_settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    load = subparsers.add_parser(
+        "load", help="load a memory document (JSON, or JSON Lines with a 'type' per record)")
+    load.add_argument("file", type=Path)
+    load.set_defaults(run=_load)
+
+    context = subparsers.add_parser("context", help="assemble a context packet for a query")
+    context.add_argument("query")
+    context.add_argument("--project", required=True)
+    context.add_argument("--subject", required=True)
+    context.add_argument("--budget", default=None,
+                         help="token budget (default 900); must be a positive integer")
+    context.add_argument("--purpose", default=None)
+    context.add_argument("--render", action="store_true",
+                         help="print the prompt-ready <haki_memory> block instead of JSON")
+    context.set_defaults(run=_context)
+
+
+def _load(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    settings = get_settings()
+    document = parse_document(args.file)
+    total = 2 * (len(document.facts) + len(document.events)) + len(document.conflicts)
+    db = Database(database_url(settings, Role.APP))
+    with tqdm(total=total, unit="rec", desc=f"loading {args.file.name}", file=sys.stderr) as bar:
+        summary = MemoryWriter(db, get_embedder(settings)).write(document, progress=bar.update)
+    print(json.dumps({
+        "facts": summary.facts, "events": summary.events,
+        "conflicts_opened": summary.conflicts_opened,
+        "conflicts_resolved": summary.conflicts_resolved,
+    }))
+    return 0
+
+
+def _context(args: argparse.Namespace) -> int:
+    request = parse_context_request({
+        "project_id": args.project, "subject_id": args.subject, "query": args.query,
+        "purpose": args.purpose,
+        **({"budget_tokens": _budget(args.budget)} if args.budget is not None else {}),
+    })
+    settings = get_settings()
+    assembly = assemble(
+        request, db=Database(database_url(settings, Role.APP)),
+        embedder=get_embedder(settings), settings=settings)
+    if args.render:
+        print(render_packet(assembly.response.packet))
+    else:
+        print(assembly.response.model_dump_json())
+    return 0
+
+
+def _budget(raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise BudgetExceeded("budget_tokens must be a positive integer") from exc

@@ -1,0 +1,277 @@
+"""The production stack (defaults: RDS PostgreSQL 16, arm64) synthesized offline."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+from haki.routes import ROUTES
+from infra_synth import Synth
+
+FunctionSet = dict[str, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def synth(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
+    return synth_factory({})
+
+
+def _service_functions(synth: Synth) -> FunctionSet:
+    """The project's own functions (not CDK's helper functions), by logical id."""
+    ids = {synth.logical_id(f.function) for f in synth.stack.functions.values()}
+    ids.add(synth.logical_id(synth.stack.migrations.handler.function))
+    return {k: v for k, v in synth.resources("AWS::Lambda::Function").items() if k in ids}
+
+
+def _function(synth: Synth, key: str) -> tuple[str, dict[str, Any]]:
+    logical_id = synth.logical_id(synth.stack.functions[key].function)
+    return logical_id, synth.resources("AWS::Lambda::Function")[logical_id]
+
+
+def _only(resources: dict[str, dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    assert len(resources) == 1, list(resources)
+    return next(iter(resources.items()))
+
+
+def test_cdk_nag_reports_no_unacknowledged_finding(synth: Synth) -> None:
+    assert synth.violations == []
+
+
+def test_functions_run_in_the_vpc_with_the_layer_of_their_architecture(synth: Synth) -> None:
+    functions = _service_functions(synth)
+    handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
+    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 4
+    layer_id, layer = _only(synth.resources("AWS::Lambda::LayerVersion"))
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    subnets = set(synth.resources("AWS::EC2::Subnet"))
+    for name, function in functions.items():
+        props = function["Properties"]
+        assert props["Runtime"] == "python3.12", name
+        assert props["Architectures"] == ["arm64"], name
+        assert props["Layers"] == [{"Ref": layer_id}], name
+        assert props["TracingConfig"] == {"Mode": "Active"}, name
+        assert {s["Ref"] for s in props["VpcConfig"]["SubnetIds"]} == subnets, name
+        assert props["ReservedConcurrentExecutions"] >= 1, name
+
+
+def test_context_function_gets_a_full_vcpu(synth: Synth) -> None:
+    _, context = _function(synth, "context")
+    assert context["Properties"]["MemorySize"] == 1769
+
+
+def test_functions_reach_the_proxy_as_their_own_database_user(synth: Synth) -> None:
+    proxy_id, _ = _only(synth.resources("AWS::RDS::DBProxy"))
+    expected_users = {"context": "haki_app", "inspect": "haki_app", "stats": "haki_app"}
+    expected_users["aggregate"] = "haki_stats"
+    for key, user in expected_users.items():
+        _, function = _function(synth, key)
+        env = function["Properties"]["Environment"]["Variables"]
+        assert env["HAKI_DB_HOST"] == {"Fn::GetAtt": [proxy_id, "Endpoint"]}, key
+        assert env["HAKI_DB_USER"] == user, key
+        assert env["HAKI_DB_IAM_AUTH"] == "1", key
+        assert env["HAKI_DB_PORT"] == "5432", key
+        assert env["HAKI_DB_NAME"] == "haki", key
+        assert env["POWERTOOLS_METRICS_NAMESPACE"], key
+        role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        statements = [
+            s
+            for policy in synth.resources("AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+            for s in policy["Properties"]["PolicyDocument"]["Statement"]
+            if s["Action"] == "rds-db:connect"
+        ]
+        assert len(statements) == 1, key
+        assert f"/{user}" in str(statements[0]["Resource"]), key
+        assert "prx-" not in str(statements[0]["Resource"])  # the id comes from the proxy ARN
+
+
+def test_proxy_requires_tls_and_iam_end_to_end(synth: Synth) -> None:
+    _, proxy = _only(synth.resources("AWS::RDS::DBProxy"))
+    props = proxy["Properties"]
+    assert props["RequireTLS"] is True
+    assert props["DefaultAuthScheme"] == "IAM_AUTH"
+    # No secret registered: password logins through the proxy are impossible.
+    assert "Auth" not in props
+    role_id = props["RoleArn"]["Fn::GetAtt"][0]
+    proxy_grants = [
+        str(s["Resource"])
+        for policy in synth.resources("AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Action"] == "rds-db:connect"
+    ]
+    assert any("/haki_app" in g for g in proxy_grants)
+    assert any("/haki_stats" in g for g in proxy_grants)
+    assert all("DbiResourceId" in g for g in proxy_grants)
+
+
+def test_database_is_private_encrypted_and_protected(synth: Synth) -> None:
+    _, instance = _only(synth.resources("AWS::RDS::DBInstance"))
+    props = instance["Properties"]
+    assert props["Engine"] == "postgres"
+    assert props["EngineVersion"].startswith("16.")
+    assert props["PubliclyAccessible"] is False
+    assert props["StorageEncrypted"] is True
+    assert props["DeletionProtection"] is True
+    assert props["MultiAZ"] is True
+    assert props["BackupRetentionPeriod"] >= 7
+    assert props["EnableIAMDatabaseAuthentication"] is True
+    assert instance["DeletionPolicy"] == "Snapshot"
+    synth.template.has_resource_properties(
+        "AWS::RDS::DBParameterGroup", {"Parameters": {"rds.force_ssl": "1"}}
+    )
+    synth.template.resource_count_is("AWS::SecretsManager::RotationSchedule", 1)
+
+
+def test_network_has_no_route_out_and_only_the_secrets_endpoint(synth: Synth) -> None:
+    for resource_type in ("AWS::EC2::NatGateway", "AWS::EC2::InternetGateway"):
+        synth.template.resource_count_is(resource_type, 0)
+    _, endpoint = _only(synth.resources("AWS::EC2::VPCEndpoint"))
+    assert "secretsmanager" in str(endpoint["Properties"]["ServiceName"])
+    assert endpoint["Properties"]["PrivateDnsEnabled"] is True
+    synth.template.has_resource_properties("AWS::EC2::FlowLog", {"TrafficType": "REJECT"})
+
+
+def _ingress_sources(synth: Synth, group_id: str) -> set[str]:
+    return {
+        rule["Properties"]["SourceSecurityGroupId"]["Fn::GetAtt"][0]
+        for rule in synth.resources("AWS::EC2::SecurityGroupIngress").values()
+        if rule["Properties"]["GroupId"]["Fn::GetAtt"][0] == group_id
+    }
+
+
+def test_security_groups_allow_functions_to_proxy_to_database_only(synth: Synth) -> None:
+    groups = synth.resources("AWS::EC2::SecurityGroup")
+    for name, group in groups.items():
+        # No group is open to the world, and none has a catch-all egress.
+        assert "CidrIp" not in str(group["Properties"].get("SecurityGroupIngress", [])), name
+        egress = group["Properties"].get("SecurityGroupEgress", [])
+        assert all(rule.get("CidrIp") != "0.0.0.0/0" for rule in egress), name
+
+    def group_of(text: str) -> str:
+        (found,) = [k for k, g in groups.items() if text in g["Properties"]["GroupDescription"]]
+        return found
+
+    database, proxy = group_of("PostgreSQL:"), group_of("RDS Proxy")
+    functions, migration = group_of("Service functions"), group_of("Migration function")
+    rotation = group_of("rotation")
+    assert _ingress_sources(synth, proxy) == {functions}
+    assert _ingress_sources(synth, database) == {proxy, migration, rotation}
+
+
+def test_api_is_built_from_the_route_table(synth: Synth) -> None:
+    resources = synth.resources("AWS::ApiGateway::Resource")
+
+    def path_of(resource_id: str) -> str:
+        props = resources[resource_id]["Properties"]
+        parent = props["ParentId"]
+        prefix = path_of(parent["Ref"]) if "Ref" in parent else ""
+        return f"{prefix}/{props['PathPart']}"
+
+    served = {}
+    for method in synth.resources("AWS::ApiGateway::Method").values():
+        props = method["Properties"]
+        (function_id,) = [
+            part["Fn::GetAtt"][0]
+            for part in props["Integration"]["Uri"]["Fn::Join"][1]
+            if "Fn::GetAtt" in part
+        ]
+        served[(props["HttpMethod"], path_of(props["ResourceId"]["Ref"]))] = function_id
+        assert props["Integration"]["Type"] == "AWS_PROXY"
+        assert props["ApiKeyRequired"] is True
+        assert props["RequestParameters"] == {"method.request.header.Authorization": True}
+        assert "RequestValidatorId" in props
+    expected = {
+        (route.method, route.path): synth.logical_id(synth.stack.functions[route.function].function)
+        for route in ROUTES
+    }
+    assert served == expected
+
+
+def test_api_throttles_per_stage_and_per_key(synth: Synth) -> None:
+    _, stage = _only(synth.resources("AWS::ApiGateway::Stage"))
+    props = stage["Properties"]
+    (settings,) = props["MethodSettings"]
+    assert settings["ThrottlingRateLimit"] == 100
+    assert settings["ThrottlingBurstLimit"] == 200
+    assert settings["LoggingLevel"] == "ERROR"
+    assert props["TracingEnabled"] is True
+    assert "$context.identity.apiKeyId" in props["AccessLogSetting"]["Format"]
+    _, plan = _only(synth.resources("AWS::ApiGateway::UsagePlan"))
+    assert plan["Properties"]["Throttle"] == {"BurstLimit": 40, "RateLimit": 20}
+    assert plan["Properties"]["Quota"] == {"Limit": 200000, "Period": "DAY"}
+    synth.template.resource_count_is("AWS::ApiGateway::UsagePlanKey", 1)
+
+
+def test_edge_errors_keep_the_error_contract(synth: Synth) -> None:
+    responses = {
+        r["Properties"]["ResponseType"]: r["Properties"]
+        for r in synth.resources("AWS::ApiGateway::GatewayResponse").values()
+    }
+    missing_header = responses["BAD_REQUEST_PARAMETERS"]
+    assert missing_header["StatusCode"] == "401"
+    assert '"code": "unauthorized"' in missing_header["ResponseTemplates"]["application/json"]
+    assert responses["THROTTLED"]["StatusCode"] == "429"
+
+
+def test_schedule_runs_the_aggregation_handler(synth: Synth) -> None:
+    _, rule = _only(synth.resources("AWS::Events::Rule"))
+    assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    (target,) = rule["Properties"]["Targets"]
+    aggregate_id, aggregate = _function(synth, "aggregate")
+    assert target["Arn"] == {"Fn::GetAtt": [aggregate_id, "Arn"]}
+    assert aggregate["Properties"]["Handler"] == "app.aggregate_handler"
+    assert aggregate["Properties"]["ReservedConcurrentExecutions"] == 1
+
+
+def test_migrations_run_on_deploy_after_the_database_and_before_the_functions(
+    synth: Synth,
+) -> None:
+    migration_id, migration = _only(synth.resources("Custom::HakiMigrations"))
+    instance_id, _ = _only(synth.resources("AWS::RDS::DBInstance"))
+    layer_id, _ = _only(synth.resources("AWS::Lambda::LayerVersion"))
+    assert instance_id in migration["DependsOn"]
+    props = migration["Properties"]
+    assert props["LayerVersionArn"] == {"Ref": layer_id}
+    assert props["DatabaseHost"] == {"Fn::GetAtt": [instance_id, "Endpoint.Address"]}
+    handler_id = synth.logical_id(synth.stack.migrations.handler.function)
+    handler = synth.resources("AWS::Lambda::Function")[handler_id]
+    assert handler["Properties"]["Handler"] == "app.handler"
+    # The provider framework invokes exactly that handler.
+    on_event = {"USER_ON_EVENT_FUNCTION_ARN": Match.any_value()}
+    framework = synth.template.find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Environment": {"Variables": on_event}}}
+    )
+    ((_, provider),) = framework.items()
+    env = provider["Properties"]["Environment"]["Variables"]
+    assert env["USER_ON_EVENT_FUNCTION_ARN"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+    for key in synth.stack.functions:
+        _, function = _function(synth, key)
+        assert migration_id in function.get("DependsOn", []), key
+
+
+def test_alarms_cover_errors_latency_throttles_database_and_proxy(synth: Synth) -> None:
+    alarms = list(synth.resources("AWS::CloudWatch::Alarm").values())
+    metrics = {a["Properties"]["MetricName"] for a in alarms}
+    assert {
+        "5XXError",
+        "Duration",
+        "Errors",
+        "Throttles",
+        "CPUUtilization",
+        "DatabaseConnections",
+        "DatabaseConnectionsBorrowLatency",
+        "ClientConnectionsSetupFailedAuth",
+    } <= metrics
+    (latency,) = [a for a in alarms if a["Properties"]["MetricName"] == "Duration"]
+    assert latency["Properties"]["ExtendedStatistic"] == "p99"
+    topic_id, _ = _only(synth.resources("AWS::SNS::Topic"))
+    assert all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
+    per_function = [a for a in alarms if a["Properties"]["MetricName"] in ("Errors", "Throttles")]
+    assert len(per_function) == 2 * len(synth.stack.functions)
+    synth.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def test_every_log_group_expires(synth: Synth) -> None:
+    for name, group in synth.resources("AWS::Logs::LogGroup").items():
+        assert group["Properties"]["RetentionInDays"] == 30, name
