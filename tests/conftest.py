@@ -8,6 +8,8 @@ Tests that need an empty database of their own (migrations) create one with
 """
 
 import itertools
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +20,7 @@ from psycopg import sql
 
 from haki.db import Database, Role
 from haki.db.connection import connect, embedded_role_url
-from haki.db.embedded import start_embedded
+from haki.db.embedded import start_embedded, stop_embedded
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder, get_embedder
 from haki.settings import Settings
@@ -27,9 +29,18 @@ _db_names = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def pg_superuser_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The embedded server of this test session (stopped when the session ends)."""
-    return start_embedded(tmp_path_factory.mktemp("pg"))
+def pg_superuser_url() -> Iterator[str]:
+    """The embedded server of this test session, stopped and deleted when the session ends.
+
+    Its data lives under ``build/`` rather than pytest's temp folder: the server runs as the
+    unprivileged ``pgserver`` user, which cannot enter root's 0700 pytest folders.
+    """
+    build = Path(__file__).resolve().parents[1] / "build"
+    build.mkdir(exist_ok=True)
+    data_dir = Path(tempfile.mkdtemp(prefix="test-pg-", dir=build))
+    yield start_embedded(data_dir)
+    stop_embedded(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

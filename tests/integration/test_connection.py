@@ -22,14 +22,15 @@ def test_no_server_side_prepared_statements(app_db: Database, project_id: str) -
         assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
 def test_dropped_connection_is_replaced(
-    app_db: Database, db_urls: dict[Role, str], project_id: str
+    app_db: Database, db_urls: dict[Role, str], project_id: str, pipeline: bool
 ) -> None:
     with app_db.transaction(project_id) as conn:
         pid = conn.info.backend_pid
     with psycopg.connect(db_urls[Role.OWNER], autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    with app_db.transaction(project_id) as conn:
+    with app_db.transaction(project_id, pipeline=pipeline) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
         assert conn.info.backend_pid != pid
 

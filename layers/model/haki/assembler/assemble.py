@@ -17,9 +17,11 @@ from haki.models import ContextRequest, ContextResponse
 from haki.settings import Settings
 
 #: Statements a call sends besides retrieval: the scope (set by ``Database.transaction``) and
-#: the single trace write. BEGIN/COMMIT are not counted as statements but are round trips.
+#: the single trace write (BEGIN and COMMIT are not counted as statements). Round trips in the
+#: pipelined transaction: BEGIN + scope (the liveness check), then retrieval's own, then the
+#: trace write queued with COMMIT.
 _SCOPE_AND_TRACE_STATEMENTS = 2
-_BEGIN_SCOPE_TRACE_COMMIT_ROUND_TRIPS = 4
+_BEGIN_AND_COMMIT_ROUND_TRIPS = 2
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,8 @@ def assemble(
     )
     trace_id = uuid.uuid4()
     statements = _SCOPE_AND_TRACE_STATEMENTS
-    round_trips = _BEGIN_SCOPE_TRACE_COMMIT_ROUND_TRIPS
-    with db.transaction(request.project_id) as conn:
+    round_trips = _BEGIN_AND_COMMIT_ROUND_TRIPS
+    with db.transaction(request.project_id, pipeline=True) as conn:
         retrieved = retrieve(conn, params)
         statements += retrieved.statements
         round_trips += retrieved.round_trips

@@ -15,8 +15,7 @@ from haki.models import ContextRequest, ContextResponse, InspectResponse, TraceD
 #: The call row and every decision row in ONE statement: a data-modifying CTE inserts the call,
 #: and the outer INSERT writes all decisions from parallel arrays (unnest), so a packet is never
 #: stored without its trace and the write costs one round trip however many candidates there
-#: were. The foreign key from context_traces to context_calls is checked at the end of the
-#: statement, when both are in.
+#: were.
 INSERT_CALL_AND_TRACE = """
 WITH call AS (
     INSERT INTO context_calls (

