@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "infra"))
 
 from aws_cdk import assertions  # noqa: E402
+
 from haki_infra.stack import HakiStack, build_app  # noqa: E402
 
 #: The deploy's context (feature flags) so tests synthesize what `cdk synth` would.

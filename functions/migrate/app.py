@@ -1,0 +1,60 @@
+"""Custom resource handler: apply the SQL migrations as the schema owner on every deploy.
+
+The CDK provider framework (``infra/haki_infra/migrations.py``) invokes it and answers
+CloudFormation: returning reports SUCCESS, raising reports FAILED, which fails the deploy and
+rolls it back. The runner is idempotent (applied files are recorded, a lock serialises
+runners), so Create and Update both just apply what is pending; Delete keeps the schema
+(the data outlives a stack update that drops this resource).
+
+The owner logs in directly to the database with the password from its Secrets Manager secret
+(the proxy accepts IAM logins of the runtime roles only). TLS is required; the certificate is
+not verified because the RDS CA bundle is not part of the layer.
+"""
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import boto3
+from psycopg.conninfo import make_conninfo
+
+from haki.db.migrate import apply_migrations
+
+log = logging.getLogger()
+log.setLevel(logging.INFO)
+
+#: One physical resource for the life of the stack: an Update never replaces it.
+PHYSICAL_ID = "haki-migrations"
+
+
+def read_secret(secret_arn: str) -> dict[str, Any]:
+    """The JSON of the owner secret (``host``, ``port``, ``dbname``, ``username``, ...)."""
+    client = boto3.client("secretsmanager")
+    return json.loads(client.get_secret_value(SecretId=secret_arn)["SecretString"])
+
+
+def owner_conninfo(secret: Mapping[str, Any]) -> str:
+    """A libpq connection string from an RDS-attached secret."""
+    return make_conninfo(
+        host=secret["host"],
+        port=int(secret.get("port", 5432)),
+        dbname=secret["dbname"],
+        user=secret["username"],
+        password=secret["password"],
+        sslmode="require",
+        connect_timeout=10,
+        application_name="haki-migrate",
+    )
+
+
+def handler(event: Mapping[str, Any], context: object) -> dict[str, Any]:
+    request = event["RequestType"]
+    if request == "Delete":
+        return {"PhysicalResourceId": event["PhysicalResourceId"]}
+    if request not in ("Create", "Update"):
+        raise ValueError(f"unknown custom resource request type: {request!r}")
+    secret = read_secret(event["ResourceProperties"]["SecretArn"])
+    applied = apply_migrations(owner_conninfo(secret))
+    log.info("migrations applied: %s", applied or "none pending")
+    return {"PhysicalResourceId": PHYSICAL_ID, "Data": {"AppliedCount": len(applied)}}

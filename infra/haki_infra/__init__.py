@@ -1,0 +1,1 @@
+"""The AWS CDK app of Haki: one construct per concern, wired by ``stack.HakiStack``."""

@@ -1,0 +1,203 @@
+"""Deployment settings, read once from CDK context (``cdk.json`` or ``-c key=value``).
+
+Every key is prefixed ``haki:``. Values given with ``-c`` arrive as strings, so each field is
+parsed from either a string or its JSON type. Unknown ``haki:`` keys are rejected: a typo must
+not silently deploy the default.
+"""
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import aws_logs as logs
+from constructs import Node
+
+#: Root of the checkout (``infra/haki_infra/config.py`` → two levels up).
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PREFIX = "haki:"
+
+
+class Engine(StrEnum):
+    RDS = "rds"
+    AURORA = "aurora"
+
+
+class Arch(StrEnum):
+    """Lambda architectures; the value is the folder name ``make layer ARCH=...`` writes."""
+
+    ARM64 = "arm64"
+    X86_64 = "x86_64"
+
+
+@dataclass(frozen=True)
+class FunctionSizing:
+    memory_mb: int
+    timeout_s: int
+    #: ``None`` leaves the function on the unreserved account pool.
+    reserved_concurrency: int | None
+
+
+#: Starting sizes (see docs/deploy.md, "Sizing"). ``context`` gets 1769 MB because that is the
+#: size at which Lambda grants one full vCPU, and the query embedding is single-threaded,
+#: CPU-bound work; the other functions do one or two SQL round trips and need no more than
+#: the memory that imports the core. Reserved concurrency caps what the proxy can be asked
+#: for: the sum stays well under the proxy's connection budget for the default instance.
+DEFAULT_SIZING: dict[str, FunctionSizing] = {
+    "context": FunctionSizing(memory_mb=1769, timeout_s=15, reserved_concurrency=40),
+    "inspect": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
+    "stats": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
+    # One aggregation at a time: a run must not overlap the previous one.
+    "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
+    "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
+}
+
+
+@dataclass(frozen=True)
+class HakiConfig:
+    """What a deployment may choose; the defaults are the production deployment."""
+
+    #: ``rds`` = RDS PostgreSQL 16 instance; ``aurora`` = Aurora PostgreSQL Serverless v2.
+    engine: Engine = Engine.RDS
+    #: Dev mode: no deletion protection, the database is destroyed with the stack, one AZ.
+    dev: bool = False
+    #: Architecture of every function. arm64 (Graviton) costs ~20% less per GB-second, and
+    #: every native wheel of the layer (onnxruntime with its NEON int8 kernels, tokenizers,
+    #: psycopg, pydantic-core) ships for aarch64, so nothing ties the service to x86_64.
+    architecture: Arch = Arch.ARM64
+    #: Folder holding ``python/`` for that architecture (``make layer ARCH=...`` output).
+    #: Relative paths are relative to the checkout root.
+    layer_dir: Path | None = None
+    #: Per-function overrides, e.g. ``{"context": {"memory_mb": 2048}}``.
+    sizing: dict[str, FunctionSizing] = field(default_factory=lambda: dict(DEFAULT_SIZING))
+    instance_type: str = "t4g.small"
+    aurora_min_acu: float = 0.5
+    aurora_max_acu: float = 4.0
+    #: Stage-wide throttle (all clients together).
+    throttle_rate: float = 100.0
+    throttle_burst: int = 200
+    #: Per-API-key throttle and daily quota (the default usage plan).
+    key_throttle_rate: float = 20.0
+    key_throttle_burst: int = 40
+    key_quota_per_day: int = 200_000
+    #: When false, methods do not ask for ``x-api-key``: only the stage throttle applies.
+    require_api_key: bool = True
+    aggregation_rate_minutes: int = 5
+    #: A ``RetentionDays`` name, e.g. ``ONE_MONTH``, ``THREE_MONTHS``.
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
+    #: p99 duration of the context function above which the latency alarm fires.
+    context_p99_alarm_ms: int = 1500
+    alarm_email: str | None = None
+    #: Adds an SSM-managed host for the admin CLI (see ``admin.py``); off by default.
+    bastion: bool = False
+    #: Extra ``HAKI_*`` runtime variables for every function (recall floor, horizons, ...).
+    runtime_env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.sizing) - set(DEFAULT_SIZING)
+        if unknown:
+            raise ValueError(f"{PREFIX}sizing: unknown functions {sorted(unknown)}")
+        bad_env = [k for k in self.runtime_env if k not in RUNTIME_ENV_NAMES]
+        if bad_env:
+            raise ValueError(f"{PREFIX}runtime_env: not runtime settings: {bad_env}")
+
+    @property
+    def resolved_layer_dir(self) -> Path:
+        path = self.layer_dir or Path("build") / "layer" / self.architecture.value
+        return path if path.is_absolute() else PROJECT_ROOT / path
+
+    @classmethod
+    def from_context(cls, node: Node) -> "HakiConfig":
+        """Read every ``haki:*`` context value of the app."""
+        raw = {
+            key.removeprefix(PREFIX): value
+            for key, value in node.get_all_context().items()
+            if key.startswith(PREFIX) and value is not None
+        }
+        return cls.from_mapping(raw)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> "HakiConfig":
+        unknown = set(raw) - _FIELD_NAMES
+        if unknown:
+            raise ValueError(f"unknown context keys: {sorted(PREFIX + k for k in unknown)}")
+        values: dict[str, Any] = {name: _PARSERS[name](value) for name, value in raw.items()}
+        return cls(**values)
+
+
+#: The variables ``haki.settings.Settings`` reads; anything else in ``runtime_env`` is a typo.
+RUNTIME_ENV_NAMES = frozenset(
+    {
+        "HAKI_EMBED_PROVIDER",
+        "HAKI_MODEL_DIR",
+        "HAKI_EMBED_THREADS",
+        "HAKI_RECALL_MAX_DISTANCE",
+        "HAKI_VOLATILITY_HORIZON_SLOW_DAYS",
+        "HAKI_VOLATILITY_HORIZON_VOLATILE_DAYS",
+        "HAKI_VOLATILITY_HORIZON_EPHEMERAL_DAYS",
+        "HAKI_LOG_LEVEL",
+    }
+)
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes"}:
+        return True
+    if text in {"false", "0", "no"}:
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def _sizing(value: Any) -> dict[str, FunctionSizing]:
+    merged = dict(DEFAULT_SIZING)
+    for name, override in _json(value).items():
+        base = merged.get(name)
+        if base is None:
+            raise ValueError(f"{PREFIX}sizing: unknown function {name!r}")
+        try:
+            merged[name] = replace(base, **override)
+        except TypeError as exc:
+            raise ValueError(f"{PREFIX}sizing.{name}: {exc}") from exc
+    return merged
+
+
+def _optional_str(value: Any) -> str | None:
+    return str(value) or None
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _json(value).items()}
+
+
+_PARSERS: dict[str, Any] = {
+    "engine": Engine,
+    "dev": _bool,
+    "architecture": Arch,
+    "layer_dir": Path,
+    "sizing": _sizing,
+    "instance_type": str,
+    "aurora_min_acu": float,
+    "aurora_max_acu": float,
+    "throttle_rate": float,
+    "throttle_burst": int,
+    "key_throttle_rate": float,
+    "key_throttle_burst": int,
+    "key_quota_per_day": int,
+    "require_api_key": _bool,
+    "aggregation_rate_minutes": int,
+    "log_retention": lambda value: logs.RetentionDays[str(value)],
+    "context_p99_alarm_ms": int,
+    "alarm_email": _optional_str,
+    "bastion": _bool,
+    "runtime_env": _str_map,
+}
+_FIELD_NAMES = frozenset(f.name for f in fields(HakiConfig))

@@ -1,0 +1,154 @@
+"""The Haki stack: builds each concern's construct, then wires and grants between them."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import App, CfnOutput, Stack, Validations
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from haki.db import Role
+from haki.db.connection import DATABASE_NAME
+from haki.routes import ROUTES
+from haki_infra.admin import AdminAccess
+from haki_infra.api import Api
+from haki_infra.config import HakiConfig
+from haki_infra.database import Database
+from haki_infra.functions import HakiFunction
+from haki_infra.layer import ModelLayer
+from haki_infra.migrations import Migrations
+from haki_infra.monitoring import Monitoring
+from haki_infra.network import Network
+from haki_infra.proxy import Proxy
+from haki_infra.schedule import AggregationSchedule
+
+
+@dataclass(frozen=True)
+class ServiceFunction:
+    """A function other than the migration one."""
+
+    key: str
+    #: Folder under ``functions/``; the API routes name their function by it
+    #: (``haki.routes.ROUTES``).
+    folder: str
+    handler: str
+    #: The database role it logs in as, through the proxy.
+    db_user: Role
+    description: str
+
+
+SERVICE_FUNCTIONS = (
+    ServiceFunction("context", "context", "app.handler", Role.APP, "POST /v1/context"),
+    ServiceFunction("inspect", "inspect", "app.handler", Role.APP, "GET /v1/inspect/{trace_id}"),
+    ServiceFunction("stats", "stats", "app.handler", Role.APP, "GET /v1/stats/overview"),
+    # The scheduled rollup lives beside the overview handler, reading across projects.
+    ServiceFunction(
+        "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"
+    ),
+)
+
+
+class HakiStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: HakiConfig) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            description="Haki context assembler: API, functions, PostgreSQL + pgvector",
+        )
+        network = Network(self, "Network", config=config)
+        database = Database(self, "Database", config=config, network=network)
+        proxy = Proxy(self, "Proxy", network=network, database=database)
+        layer = ModelLayer(
+            self,
+            "ModelLayer",
+            layer_dir=config.resolved_layer_dir,
+            architecture=config.architecture,
+        )
+        runtime_group = network.security_group(
+            self,
+            "FunctionsSecurityGroup",
+            description="Service functions: may reach the proxy only",
+        )
+        proxy.allow_from(runtime_group, "functions to the proxy")
+
+        self.functions: dict[str, HakiFunction] = {}
+        for spec in SERVICE_FUNCTIONS:
+            function = HakiFunction(
+                self,
+                f"{spec.key.capitalize()}Function",
+                folder=spec.folder,
+                handler=spec.handler,
+                description=f"haki: {spec.description}",
+                sizing=config.sizing[spec.key],
+                layer=layer,
+                network=network,
+                security_group=runtime_group,
+                environment={
+                    **config.runtime_env,
+                    "HAKI_DB_HOST": proxy.endpoint,
+                    "HAKI_DB_PORT": str(proxy.port),
+                    "HAKI_DB_NAME": DATABASE_NAME,
+                    "HAKI_DB_USER": spec.db_user.value,
+                    "HAKI_DB_IAM_AUTH": "1",
+                },
+                log_retention=config.log_retention,
+            )
+            proxy.grant_connect(function.function, spec.db_user)
+            self.functions[spec.key] = function
+        lambdas = {key: f.function for key, f in self.functions.items()}
+
+        self.migrations = Migrations(
+            self, "Migrations", config=config, network=network, database=database, layer=layer
+        )
+        # Functions and the API must not serve a schema older than their code.
+        for function in self.functions.values():
+            function.node.add_dependency(self.migrations.resource)
+
+        api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas)
+        AggregationSchedule(
+            self,
+            "AggregationSchedule",
+            function=lambdas["aggregate"],
+            minutes=config.aggregation_rate_minutes,
+        )
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            api=api,
+            functions=lambdas,
+            database=database,
+            proxy=proxy,
+        )
+
+        if config.bastion:
+            admin = AdminAccess(self, "Admin", network=network, database=database)
+            CfnOutput(self, "BastionInstanceId", value=admin.host.instance_id)
+
+        CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API")
+        CfnOutput(
+            self,
+            "UsageKeyId",
+            value=api.default_key.key_id,
+            description="Id of the first x-api-key (value: aws apigateway get-api-key "
+            "--include-value --api-key <id>)",
+        )
+        CfnOutput(self, "UsagePlanId", value=api.usage_plan.usage_plan_id)
+        CfnOutput(self, "DatabaseSecretArn", value=database.secret.secret_arn)
+        CfnOutput(self, "DatabaseHost", value=database.endpoint.hostname)
+        CfnOutput(self, "ProxyEndpoint", value=proxy.endpoint)
+
+
+def build_app(
+    context: Mapping[str, Any] | None = None, *, outdir: str | None = None
+) -> tuple[App, HakiStack]:
+    """The app as ``cdk synth`` builds it: the stack plus the AwsSolutions checks.
+
+    Under the CDK CLI both arguments stay ``None`` (the CLI passes context and output folder
+    through the environment); tests pass ``cdk.json``'s context and a temporary folder.
+    """
+    app = App(context=dict(context) if context is not None else None, outdir=outdir)
+    stack = HakiStack(app, "Haki", config=HakiConfig.from_context(app.node))
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+    return app, stack

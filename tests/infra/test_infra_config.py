@@ -1,0 +1,63 @@
+"""Context parsing: what `-c haki:key=value` accepts and what it refuses (no synthesis)."""
+
+from pathlib import Path
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_logs as logs
+from infra_synth import ROOT
+
+from haki_infra.config import DEFAULT_SIZING, Arch, Engine, HakiConfig
+from haki_infra.layer import ModelLayer
+
+
+def test_defaults_are_the_production_deployment() -> None:
+    config = HakiConfig.from_context(App().node)
+    assert config.engine is Engine.RDS
+    assert config.dev is False
+    assert config.architecture is Arch.ARM64
+    assert config.resolved_layer_dir == ROOT / "build" / "layer" / "arm64"
+    assert config.sizing == DEFAULT_SIZING
+
+
+def test_cli_strings_are_parsed() -> None:
+    app = App(
+        context={
+            "haki:engine": "aurora",
+            "haki:dev": "1",
+            "haki:architecture": "x86_64",
+            "haki:throttle_rate": "12.5",
+            "haki:log_retention": "THREE_MONTHS",
+            "haki:sizing": '{"inspect": {"reserved_concurrency": null}}',
+        }
+    )
+    config = HakiConfig.from_context(app.node)
+    assert config.engine is Engine.AURORA
+    assert config.dev is True
+    assert config.resolved_layer_dir == ROOT / "build" / "layer" / "x86_64"
+    assert config.throttle_rate == 12.5
+    assert config.log_retention is logs.RetentionDays.THREE_MONTHS
+    assert config.sizing["inspect"].reserved_concurrency is None
+    assert config.sizing["inspect"].memory_mb == DEFAULT_SIZING["inspect"].memory_mb
+    assert config.sizing["context"] == DEFAULT_SIZING["context"]
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"haki:engin": "aurora"},  # a typo must not deploy the default silently
+        {"haki:engine": "mysql"},
+        {"haki:dev": "maybe"},
+        {"haki:sizing": '{"kontext": {"memory_mb": 1}}'},
+        {"haki:sizing": '{"context": {"memory": 1}}'},
+        {"haki:runtime_env": '{"HAKI_DATABASE_URL": "postgresql://x"}'},
+    ],
+)
+def test_bad_context_is_refused(context: dict[str, str]) -> None:
+    with pytest.raises((ValueError, KeyError)):
+        HakiConfig.from_context(App(context=context).node)
+
+
+def test_missing_layer_build_says_how_to_make_it(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="make layer ARCH=arm64"):
+        ModelLayer(Stack(App(), "S"), "L", layer_dir=tmp_path, architecture=Arch.ARM64)
