@@ -29,18 +29,30 @@ _db_names = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def pg_superuser_url() -> Iterator[str]:
-    """The embedded server of this test session, stopped and deleted when the session ends.
+def server_data_dir() -> Iterator[Callable[[str], Path]]:
+    """Make data folders for embedded servers; stop their servers and delete them at the end.
 
-    Its data lives under ``build/`` rather than pytest's temp folder: the server runs as the
+    They live under ``build/`` rather than pytest's temp folder: the server runs as the
     unprivileged ``pgserver`` user, which cannot enter root's 0700 pytest folders.
     """
     build = Path(__file__).resolve().parents[1] / "build"
     build.mkdir(exist_ok=True)
-    data_dir = Path(tempfile.mkdtemp(prefix="test-pg-", dir=build))
-    yield start_embedded(data_dir)
-    stop_embedded(data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
+    made: list[Path] = []
+
+    def make(prefix: str) -> Path:
+        made.append(Path(tempfile.mkdtemp(prefix=prefix, dir=build)))
+        return made[-1]
+
+    yield make
+    for data_dir in made:
+        stop_embedded(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_superuser_url(server_data_dir: Callable[[str], Path]) -> str:
+    """The embedded server of this test session."""
+    return start_embedded(server_data_dir("test-pg-"))
 
 
 @pytest.fixture(scope="session")

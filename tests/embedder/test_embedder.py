@@ -133,7 +133,7 @@ def test_get_embedder_is_cached_per_configuration(models_dir: Path) -> None:
 
 def test_unknown_provider_is_a_configuration_error(models_dir: Path) -> None:
     settings = Settings(embed_provider="no-such-model", model_dir=models_dir)
-    with pytest.raises(ConfigurationError, match="no-such-model.*e5-small-multilingual"):
+    with pytest.raises(ConfigurationError, match=r"no-such-model.*e5-small-multilingual"):
         get_embedder(settings)
 
 
@@ -160,7 +160,7 @@ def test_wrong_dimension_is_a_configuration_error(models_dir: Path, tmp_path: Pa
 def test_missing_model_file_is_a_configuration_error(models_dir: Path, tmp_path: Path) -> None:
     folder = _copy_provider(models_dir, tmp_path)
     (folder / "model.onnx").unlink()
-    with pytest.raises(ConfigurationError, match="model.onnx"):
+    with pytest.raises(ConfigurationError, match=r"model\.onnx"):
         Embedder("minilm-l6", tmp_path)
 
 

@@ -31,7 +31,8 @@ assert not any("site-packages" in p for p in sys.path), sys.path
 sys.path.insert(0, python_dir)
 from haki.settings import Settings
 from haki.embedding import get_embedder
-import aws_lambda_powertools, numpy, onnxruntime, pgvector.psycopg, psycopg, pydantic_core, tokenizers
+import aws_lambda_powertools, numpy, onnxruntime, pydantic_core, tokenizers
+import pgvector.psycopg, psycopg
 import haki.embedding.embedder as module
 embedder = get_embedder(Settings.from_env({"HAKI_MODEL_DIR": models_dir}))
 vector = embedder.embed_query(text)
@@ -73,7 +74,7 @@ def layer(models_dir: Path) -> tuple[Path, str]:
         out = SOURCE_ROOT / "build/layer/x86_64"
         _build(out, models_dir, "3.12")
     except SystemExit:
-        version = "%d.%d" % sys.version_info[:2]
+        version = "{}.{}".format(*sys.version_info[:2])
         python = sys.executable
         out = SOURCE_ROOT / f"build/layer-test/x86_64-py{version}"
         _build(out, models_dir, version)

@@ -1,0 +1,1 @@
+"""Benchmarks of the context assembler (``python -m benchmarks.scale``)."""

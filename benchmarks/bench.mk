@@ -1,0 +1,15 @@
+# The scale benchmark (benchmarks/scale.py, docs/benchmarks.md). Included by the top-level
+# Makefile, which defines PY and the install / model targets.
+#   make bench-quick   10k and 100k facts, under 3 minutes once the model is built
+#   make bench         + 1M facts in one scope, 1M facts over 1,000 scopes (~40 minutes the
+#                      first time; loaded data sets are kept in build/bench-pg/ and reused)
+# Extra arguments: make bench BENCH_ARGS="--provider minilm-l6"
+BENCH_ARGS ?=
+
+.PHONY: bench bench-quick
+
+bench: install model
+	$(PY) -m benchmarks.scale --reuse $(BENCH_ARGS)
+
+bench-quick: install model
+	$(PY) -m benchmarks.scale --quick --reuse $(BENCH_ARGS)

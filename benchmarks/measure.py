@@ -1,0 +1,216 @@
+"""Timing loops and probes of one scenario: calls of the assembler and of the naive baseline,
+the retrieval SQL alone, the vector arm's recall, trace rows, and concurrent throughput.
+
+Every loop runs the same :class:`~benchmarks.synthetic.BenchQuery` list in-process against the
+runtime role (row-level security on, as in production).
+"""
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+import psycopg
+
+from benchmarks.naive import NAIVE_FACT_CANDIDATES, naive_assemble
+from benchmarks.synthetic import BenchQuery
+from haki.assembler import Assembly, RetrievalConfig, assemble
+from haki.assembler import sql as assembler_sql
+from haki.assembler.retrieval import query_parameters
+from haki.db import Database
+from haki.embedding import Embedder
+from haki.models import ContextRequest
+from haki.settings import Settings
+
+Assembler = Callable[..., Assembly]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One timed call: end to end (query embedding included) and the assembler's parts."""
+
+    e2e_ms: float
+    embed_ms: float
+    retrieval_ms: float
+    trace_ms: float
+    statements: int
+    round_trips: int
+    candidates: int
+    facts_served: int
+    trace_id: UUID
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every probe needs: the runtime-role URL and the assembler's inputs."""
+
+    app_url: str
+    settings: Settings
+    config: RetrievalConfig
+    embedder: Embedder | None
+
+
+def summarize(values: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / p99 / mean / max of ``values`` (ms), rounded for the results file."""
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        return {}
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return {"p50": round(float(p50), 3), "p95": round(float(p95), 3),
+            "p99": round(float(p99), 3), "mean": round(float(a.mean()), 3),
+            "max": round(float(a.max()), 3), "n": int(a.size)}
+
+
+def _request(q: BenchQuery) -> ContextRequest:
+    return ContextRequest(project_id=q.project_id, subject_id=q.subject_id, query=q.text,
+                          purpose="benchmark")
+
+
+def _timed_call(ctx: Context, db: Database, q: BenchQuery, assembler: Assembler) -> Call:
+    """Embed the question with the real embedder (cost measured), then assemble with the
+    synthetic vector the data was generated with."""
+    started = time.perf_counter()
+    if ctx.embedder is not None:
+        ctx.embedder.embed_query(q.text)
+    embedded = time.perf_counter()
+    result = assembler(_request(q), db=db, embedder=None, settings=ctx.settings,
+                       config=ctx.config, query_embedding=q.vector)
+    finished = time.perf_counter()
+    return Call(
+        e2e_ms=(finished - started) * 1000.0, embed_ms=(embedded - started) * 1000.0,
+        retrieval_ms=result.timings_ms["retrieval"], trace_ms=result.timings_ms["trace"],
+        statements=result.statements, round_trips=result.round_trips,
+        candidates=result.candidates, facts_served=result.facts_served,
+        trace_id=result.response.trace_id)
+
+
+def run_calls(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
+              warmup: int = 0) -> list[Call]:
+    """Sequential calls of the assembler (or the naive baseline); ``warmup`` untimed first."""
+    assembler: Assembler = naive_assemble if naive else assemble
+    db = Database(ctx.app_url)
+    try:
+        for q in queries[:warmup]:
+            _timed_call(ctx, db, q, assembler)
+        return [_timed_call(ctx, db, q, assembler) for q in queries]
+    finally:
+        db.close()
+
+
+def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
+                 warmup: int = 0) -> list[float]:
+    """Milliseconds of the facts retrieval statement alone (with its planner settings, one
+    pipelined round trip), inside the scoped transaction, rows fetched."""
+    statement = NAIVE_FACT_CANDIDATES if naive else assembler_sql.FACT_CANDIDATES
+    db = Database(ctx.app_url)
+    samples: list[float] = []
+    try:
+        for i, q in enumerate([*queries[:warmup], *queries]):
+            params = query_parameters(_request(q), q.vector, ctx.settings, ctx.config)
+            with db.transaction(q.project_id) as conn:
+                started = time.perf_counter()
+                with conn.pipeline():
+                    conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+                    cursor = conn.execute(statement, params)
+                cursor.fetchall()
+                elapsed = (time.perf_counter() - started) * 1000.0
+            if i >= warmup:
+                samples.append(elapsed)
+    finally:
+        db.close()
+    return samples
+
+
+@dataclass(frozen=True)
+class Recall:
+    #: Share of the exact in-scope top-k the vector arm returned, per query.
+    tuned: list[float]
+    #: The same with pgvector's defaults (ef_search 40, no iterative scan).
+    pgvector_defaults: list[float]
+    #: Rows the vector arm returned per query (it should be min(top_k, scope size)).
+    returned: list[int]
+
+
+def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
+    """Phase-1 vector arm (the assembler's own statement, full-text arm off) against the exact
+    in-scope top-k (the same statement with index scans disabled: the scope is then read
+    through its btree or sequentially and sorted exactly)."""
+    arm_only = replace(ctx.config, use_text_arm=False, candidate_limit=ctx.config.top_k)
+    db = Database(ctx.app_url)
+    tuned: list[float] = []
+    defaults: list[float] = []
+    returned: list[int] = []
+    try:
+        for q in queries:
+            params = query_parameters(_request(q), q.vector, ctx.settings, arm_only)
+            exact = _arm_ids(db, q, params, settings=True, exact=True)
+            hnsw = _arm_ids(db, q, params, settings=True, exact=False)
+            plain = _arm_ids(db, q, params, settings=False, exact=False)
+            denominator = max(1, len(exact))
+            tuned.append(len(exact & hnsw) / denominator)
+            defaults.append(len(exact & plain) / denominator)
+            returned.append(len(hnsw))
+    finally:
+        db.close()
+    return Recall(tuned, defaults, returned)
+
+
+def _arm_ids(db: Database, q: BenchQuery, params: dict[str, Any], *, settings: bool,
+             exact: bool) -> set[UUID]:
+    with db.transaction(q.project_id) as conn:
+        if settings:
+            conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+        if exact:
+            conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
+        rows = conn.execute(assembler_sql.FACT_CANDIDATES, params).fetchall()
+    return {row[0] for row in rows}
+
+
+def trace_rows(owner_url: str, trace_ids: Sequence[UUID]) -> list[int]:
+    """Decision rows persisted for each call."""
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT c.trace_id, count(t.ordinal) FROM context_calls AS c "
+            "LEFT JOIN context_traces AS t USING (trace_id) "
+            "WHERE c.trace_id = ANY (%s) GROUP BY c.trace_id",
+            (list(trace_ids),),
+        ).fetchall()
+    return [int(n) for _, n in rows]
+
+
+def throughput(ctx: Context, queries: Sequence[BenchQuery], clients: int) -> dict[str, float]:
+    """Calls per second with ``clients`` threads, each with its own connection, sharing the
+    queries round-robin; end-to-end calls (embedding included)."""
+    shares = [list(queries[i::clients]) for i in range(clients)]
+    latencies: list[list[float]] = [[] for _ in range(clients)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(clients + 1)
+
+    def client(index: int) -> None:
+        barrier.wait()
+        db = Database(ctx.app_url)
+        try:
+            for q in shares[index]:
+                latencies[index].append(_timed_call(ctx, db, q, assemble).e2e_ms)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            db.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    if errors:
+        raise errors[0]
+    calls = sum(len(lat) for lat in latencies)
+    merged = summarize([x for lat in latencies for x in lat])
+    return {"clients": clients, "calls": calls, "calls_per_s": round(calls / wall, 2),
+            "e2e_p50_ms": merged["p50"], "e2e_p95_ms": merged["p95"]}

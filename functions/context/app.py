@@ -1,0 +1,61 @@
+"""``POST /v1/context``: the context packet for one subject, with its persisted trace.
+
+Module-level state is reused by a warm container: the resolver, one database handle (opened
+on the first call) and the embedder (loaded on the first context call, not at import, so a
+cold start that fails authentication never pays for the model).
+"""
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from haki.assembler import assemble
+from haki.db import Role
+from haki.embedding import Embedder, get_embedder
+from haki.models import ContextRequest, ContextResponse
+from haki.settings import get_settings
+from haki_aws import gateway
+from haki_aws.auth import key_scope
+from haki_aws.database import runtime_database
+from haki_aws.errors import register_error_handlers
+from haki_aws.observability import logger, metrics, record_assembly, tracer
+
+app = APIGatewayRestResolver(enable_validation=True)
+register_error_handlers(app)
+settings = get_settings()
+db = runtime_database(Role.APP)
+
+
+def embedder() -> Embedder:
+    """The process-wide embedder (cached by the core; the model loads on first use)."""
+    return get_embedder(settings)
+
+
+@app.post("/v1/context", summary="Assemble the context packet for a subject")
+@tracer.capture_method
+def post_context(request: ContextRequest) -> ContextResponse:
+    project_id = key_scope(app, request.project_id)
+    logger.append_keys(project_id=project_id, subject_id=request.subject_id)
+    assembly = assemble(
+        request.model_copy(update={"project_id": project_id}),
+        db=db, embedder=embedder(), settings=settings,
+    )
+    logger.append_keys(trace_id=str(assembly.response.trace_id))
+    record_assembly(assembly)
+    logger.info("context served", extra={
+        "facts_served": assembly.facts_served,
+        "episodes_served": assembly.episodes_served,
+        "candidates": assembly.candidates,
+        "timings_ms": assembly.timings_ms,
+    })
+    return assembly.response
+
+
+@logger.inject_lambda_context(
+    correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return gateway.resolve(app, db, event, context)

@@ -1,0 +1,45 @@
+"""``haki eval FILE``: retrieval quality of the assembler on a labelled data set.
+
+The set is loaded into a scratch database of the embedded server (dropped afterwards), its
+questions run through the assembler, then again with each part switched off. Prints JSON.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+from haki.db.embedded import start_embedded
+from haki.embedding import get_embedder
+from haki.errors import ConfigurationError
+from haki.evaluation import evaluate, load_labelled_set
+from haki.models import DEFAULT_BUDGET_TOKENS
+from haki.settings import get_settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "eval", help="measure retrieval quality on a labelled set (with ablations)")
+    parser.add_argument("file", type=Path, help="memory document (JSON) plus 'queries'")
+    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET_TOKENS,
+                        help="token budget of questions that do not set one (default 900)")
+    parser.add_argument("--provider", default=None,
+                        help="embedder (default: HAKI_EMBED_PROVIDER)")
+    parser.add_argument("--misses", action="store_true",
+                        help="also list the questions not fully covered")
+    parser.set_defaults(run=_eval)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    settings = get_settings()
+    if settings.database_url:
+        raise ConfigurationError(
+            "haki eval loads the set into a scratch database of the embedded server: "
+            "unset HAKI_DATABASE_URL")
+    if args.provider:
+        settings = settings.model_copy(update={"embed_provider": args.provider})
+    labelled = load_labelled_set(args.file)
+    report = evaluate(labelled, superuser_url=start_embedded(settings.data_dir),
+                      embedder=get_embedder(settings), settings=settings, budget=args.budget,
+                      with_misses=args.misses)
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0

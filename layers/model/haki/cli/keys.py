@@ -1,0 +1,64 @@
+"""``haki keys``: create, list and revoke API keys (as the owner, a ``haki_admin`` member)."""
+
+import argparse
+from uuid import UUID
+
+from haki.db import Database, Role, database_url
+from haki.keys import create_key, list_keys, revoke_key
+from haki.settings import get_settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    keys = subparsers.add_parser("keys", help="manage API keys")
+    actions = keys.add_subparsers(dest="keys_command", required=True)
+
+    create = actions.add_parser("create", help="create a key (printed once, never stored)")
+    create.add_argument("--org", required=True, help="organisation id")
+    create.add_argument("--project", required=True, help="the only project the key may use")
+    create.add_argument("--label", default=None, help="free text shown in listings")
+    create.set_defaults(run=_create)
+
+    listing = actions.add_parser("list", help="list keys (masked)")
+    listing.add_argument("--project", default=None, help="only this project's keys")
+    listing.set_defaults(run=_list)
+
+    revoke = actions.add_parser("revoke", help="revoke a key (refused from the next call on)")
+    revoke.add_argument("id", type=UUID, help="key id, from `haki keys list`")
+    revoke.set_defaults(run=_revoke)
+
+
+def _owner() -> Database:
+    return Database(database_url(get_settings(), Role.OWNER))
+
+
+def _create(args: argparse.Namespace) -> int:
+    new = create_key(_owner(), org_id=args.org, project_id=args.project, label=args.label)
+    print(f"id:      {new.info.id}")
+    print(f"project: {new.info.project_id} (org {new.info.org_id})")
+    print(f"key:     {new.key}")
+    print("Store the key now: it is shown once and only its hash is kept.")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    keys = list_keys(_owner(), project_id=args.project)
+    if not keys:
+        print("no keys")
+        return 0
+    print(f"{'id':36}  {'key':13}  {'org':16}  {'project':20}  {'created':16}  status  label")
+    for key in keys:
+        status = "revoked" if key.revoked_at else "active"
+        print(
+            f"{key.id!s:36}  {key.masked:13}  {key.org_id:16}  {key.project_id:20}  "
+            f"{key.created_at:%Y-%m-%d %H:%M}  {status:7} {key.label or ''}"
+        )
+    return 0
+
+
+def _revoke(args: argparse.Namespace) -> int:
+    info = revoke_key(_owner(), args.id)
+    if info is None:
+        print(f"no key with id {args.id}")
+        return 1
+    print(f"revoked {info.masked} ({info.project_id}) at {info.revoked_at:%Y-%m-%d %H:%M:%S %Z}")
+    return 0

@@ -1,0 +1,134 @@
+"""``haki serve``: the local API in one command.
+
+Starts the embedded PostgreSQL (data kept under ``.haki/``), applies migrations, loads the
+demo data set once, creates or reuses a dev API key for the demo project (the clear key is
+kept in ``.haki/dev-key``, mode 0600, since the database holds only its hash), then serves the
+real Lambda handlers on 127.0.0.1 through the local API Gateway adapter and prints the URL,
+the key and a ready ``curl`` for each endpoint. Ctrl-C stops the server and the database.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from haki.db import Database, Role, database_url
+from haki.db.migrate import apply_migrations
+from haki.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
+from haki.embedding import get_embedder
+from haki.errors import Unauthorized
+from haki.keys import authenticate, create_key
+from haki.settings import Settings, get_settings
+
+DEFAULT_PORT = 8787
+DEV_KEY_FILE = "dev-key"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser("serve", help="run the local API over the embedded database")
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
+    serve.add_argument("--no-demo", action="store_true", help="do not load the demo data set")
+    serve.set_defaults(run=_serve)
+
+
+def dev_key(settings: Settings, owner: Database, app: Database) -> str:
+    """The stored dev key if it is still live for the demo project, else a new one."""
+    path = settings.data_dir / DEV_KEY_FILE
+    if path.is_file():
+        key = path.read_text(encoding="utf-8").strip()
+        try:
+            if authenticate(app, key).project_id == DEMO_PROJECT:
+                return key
+        except Unauthorized:
+            pass
+    new = create_key(owner, org_id=DEMO_ORG, project_id=DEMO_PROJECT, label="local dev key")
+    _write_private(path, new.key)
+    return new.key
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text + "\n")
+    path.chmod(0o600)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    # Imported here: the adapter imports the Lambda handlers (Powertools), which the rest of
+    # the CLI does not need.
+    from haki_aws.local_server import LocalGateway, load_handlers, make_server
+
+    settings = get_settings()
+    owner = Database(database_url(settings, Role.OWNER))
+    app = Database(database_url(settings, Role.APP))
+    applied = apply_migrations(database_url(settings, Role.OWNER))
+    print(f"database ready ({len(applied)} migration(s) applied)", flush=True)
+    if not args.no_demo:
+        summary = load_demo(owner, get_embedder(settings))
+        print("demo data: " + (f"loaded {summary}" if summary else "already loaded"), flush=True)
+    key = dev_key(settings, owner, app)
+
+    gateway = LocalGateway(load_handlers())
+    server = make_server(args.host, args.port, gateway)
+    url = f"http://{args.host}:{server.server_address[1]}"
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    warm = gateway.dispatch("POST", "/v1/context", headers, json.dumps(_demo_request()).encode())
+    trace_id = json.loads(warm.body).get("trace_id", "<trace_id>")
+    print(_banner(url, key, trace_id), flush=True)
+    _stop_on_signals()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nstopping", file=sys.stderr)
+    finally:
+        server.server_close()
+        owner.close()
+        app.close()
+    return 0
+
+
+def _stop_on_signals() -> None:
+    """Ctrl-C and SIGTERM stop the server cleanly, even when the shell started it in the
+    background with SIGINT ignored."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
+def _demo_request() -> dict[str, object]:
+    return {
+        "project_id": DEMO_PROJECT,
+        "subject_id": DEMO_SUBJECT,
+        "query": DEMO_QUERY,
+        "purpose": "support_reply",
+        "budget_tokens": 400,
+    }
+
+
+def _banner(url: str, key: str, trace_id: str) -> str:
+    auth = shlex.quote(f"Authorization: Bearer {key}")
+    scope = f"project_id={DEMO_PROJECT}&subject_id={DEMO_SUBJECT}"
+    body = shlex.quote(json.dumps(_demo_request(), ensure_ascii=False))
+    return "\n".join([
+        "",
+        f"Haki local API: {url}",
+        f"API key ({DEMO_PROJECT}): {key}",
+        "",
+        "# assemble a context packet",
+        f"curl -s {url}/v1/context -H {auth} -H 'Content-Type: application/json' -d {body}",
+        "# inspect a call (this one ran at start)",
+        f"curl -s '{url}/v1/inspect/{trace_id}?{scope}' -H {auth}",
+        "# usage overview",
+        f"curl -s '{url}/v1/stats/overview?project_id={DEMO_PROJECT}' -H {auth}",
+        "",
+        "Ctrl-C stops the server.",
+    ])

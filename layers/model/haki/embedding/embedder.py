@@ -1,0 +1,171 @@
+"""The runtime embedder: a quantized ONNX sentence encoder built by ``layers/model/recipe``.
+
+A provider folder (``<model_dir>/<provider>/``) holds ``model.onnx`` (token ids + mask in,
+L2-normalised mean-pooled embedding out), ``tokenizer.json`` and ``manifest.json`` (dimension,
+prefixes, max tokens, pad id, file checksums). The manifest is read when the embedder is created,
+so a missing or mismatched model fails at start-up; the model and tokenizer load on first use.
+"""
+
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from haki.errors import ConfigurationError
+from haki.settings import Settings, get_settings
+
+#: Dimension of every stored vector; the ``vector(384)`` columns of the schema use it.
+EMBEDDING_DIM = 384
+#: Texts per onnxruntime call in :meth:`Embedder.embed_passages`.
+BATCH_SIZE = 32
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What the runtime needs from ``manifest.json`` (the recipe writes more)."""
+
+    provider: str
+    dimension: int
+    query_prefix: str
+    passage_prefix: str
+    max_tokens: int
+    pad_id: int
+    output: str
+    #: File name → sha256, as built.
+    sha256: dict[str, str]
+
+    @classmethod
+    def load(cls, folder: Path) -> "Manifest":
+        path = folder / MANIFEST_FILE
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            return cls(
+                provider=str(raw["provider"]),
+                dimension=int(raw["dimension"]),
+                query_prefix=str(raw["query_prefix"]),
+                passage_prefix=str(raw["passage_prefix"]),
+                max_tokens=int(raw["max_tokens"]),
+                pad_id=int(raw["pad_id"]),
+                output=str(raw["output"]),
+                sha256={name: str(f["sha256"]) for name, f in raw["files"].items()},
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(f"unreadable embedding manifest {path}: {exc}") from exc
+
+
+def _provider_folder(model_dir: Path, provider: str) -> Path:
+    folder = model_dir / provider
+    if (folder / MANIFEST_FILE).is_file():
+        return folder
+    built = sorted(p.parent.name for p in model_dir.glob(f"*/{MANIFEST_FILE}"))
+    hint = f"built providers: {', '.join(built)}" if built else "none built there (make model)"
+    raise ConfigurationError(
+        f"embedding provider {provider!r} not found in {model_dir} ({hint}); "
+        "set HAKI_EMBED_PROVIDER / HAKI_MODEL_DIR"
+    )
+
+
+def _clean(text: str) -> str:
+    """Lone surrogates cannot cross into the Rust tokenizer: replace them."""
+    if not isinstance(text, str):
+        raise TypeError(f"text to embed must be str, not {type(text).__name__}")
+    return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
+class Embedder:
+    """Embeds queries and passages with one provider's model; thread-safe."""
+
+    def __init__(self, provider: str, model_dir: Path, threads: int = 1) -> None:
+        self.folder = _provider_folder(Path(model_dir), provider)
+        self.manifest = Manifest.load(self.folder)
+        if self.manifest.provider != provider:
+            raise ConfigurationError(
+                f"{self.folder} holds provider {self.manifest.provider!r}, not {provider!r}"
+            )
+        if self.manifest.dimension != EMBEDDING_DIM:
+            raise ConfigurationError(
+                f"embedding provider {provider!r} has dimension {self.manifest.dimension}; "
+                f"the schema stores vector({EMBEDDING_DIM})"
+            )
+        for name in (MODEL_FILE, TOKENIZER_FILE):
+            if not (self.folder / name).is_file():
+                raise ConfigurationError(f"embedding model file missing: {self.folder / name}")
+        self.provider = provider
+        self.dim = EMBEDDING_DIM
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._session: ort.InferenceSession | None = None
+        self._tokenizer: Tokenizer | None = None
+
+    def _load(self) -> tuple[ort.InferenceSession, Tokenizer]:
+        with self._lock:
+            if self._session is None or self._tokenizer is None:
+                tokenizer = Tokenizer.from_file(str(self.folder / TOKENIZER_FILE))
+                tokenizer.no_padding()
+                tokenizer.enable_truncation(max_length=self.manifest.max_tokens)
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = self.threads
+                options.inter_op_num_threads = 1
+                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                try:
+                    session = ort.InferenceSession(
+                        str(self.folder / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:  # onnxruntime raises its own untyped errors
+                    raise ConfigurationError(
+                        f"cannot load embedding model {self.folder / MODEL_FILE}: {exc}"
+                    ) from exc
+                self._tokenizer, self._session = tokenizer, session
+            return self._session, self._tokenizer
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 ``(dim,)``, L2-normalised, with the provider's query prefix."""
+        return self._embed([self.manifest.query_prefix + _clean(text)])[0]
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """float32 ``(len(texts), dim)``, L2-normalised, with the passage prefix."""
+        if isinstance(texts, str):
+            raise TypeError("embed_passages takes a sequence of texts, not one str")
+        return self._embed([self.manifest.passage_prefix + _clean(t) for t in texts])
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        session, tokenizer = self._load()
+        encodings = tokenizer.encode_batch(texts)
+        # Similar lengths share a batch, so little compute goes to padding. Padding does not
+        # change a text's vector (masked attention, weight-only quantization).
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), BATCH_SIZE):
+            rows = order[start : start + BATCH_SIZE]
+            width = max(len(encodings[i].ids) for i in rows)
+            ids = np.full((len(rows), width), self.manifest.pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for row, i in enumerate(rows):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            feed = {"input_ids": ids, "attention_mask": mask}
+            out[rows] = session.run([self.manifest.output], feed)[0]
+        return out
+
+
+@lru_cache(maxsize=8)
+def _cached(provider: str, model_dir: Path, threads: int) -> Embedder:
+    return Embedder(provider, model_dir, threads)
+
+
+def get_embedder(settings: Settings | None = None) -> Embedder:
+    """The process-wide embedder for ``settings`` (default: the environment's)."""
+    s = settings or get_settings()
+    return _cached(s.embed_provider, Path(s.model_dir).resolve(), s.embed_threads)

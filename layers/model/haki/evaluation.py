@@ -1,0 +1,256 @@
+"""Retrieval quality on a labelled data set (``haki eval``), with ablations.
+
+A labelled set is a memory document (``haki load`` format, JSON) plus ``queries``: each names
+its scope, the question and the ids that a good packet must cover. Coverage rules:
+
+- an expected **fact** is covered when it is a fact of the packet;
+- an expected **event** is covered when it is an episode of the packet, or cited in the
+  ``source_event_ids`` of a packet fact (the fact carries the episode's evidence).
+
+A query with no expected id is a *negative* query (nothing in memory answers it): it does not
+count in the recall figures; the share of negatives that still received facts is reported, and
+is what a recall floor should bring down.
+
+The set is loaded into a scratch database (created on the given server, migrated, dropped
+afterwards), so an evaluation never mixes with other data. Each question is embedded once; the
+full run and every ablation reuse that vector, and each call's latency is that embedding time
+plus the assembler's own time.
+"""
+
+import json
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from uuid import UUID
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+from haki.assembler import DEFAULT_CONFIG, RetrievalConfig, assemble
+from haki.assembler.trace import load_trace
+from haki.db import Database, Role
+from haki.db.connection import embedded_role_url
+from haki.db.migrate import apply_migrations
+from haki.embedding import Embedder
+from haki.errors import ValidationFailed
+from haki.memory import MemoryWriter, parse_document_text
+from haki.models import (
+    DEFAULT_BUDGET_TOKENS,
+    MAX_BUDGET_TOKENS,
+    PURPOSE_MAX_CHARS,
+    SCOPE_MAX_CHARS,
+    ContextPacket,
+    ContextRequest,
+    MemoryDocument,
+)
+from haki.settings import Settings
+
+#: Each part of the assembler switched off in turn (``RetrievalConfig`` ablation switches).
+ABLATIONS: dict[str, RetrievalConfig] = {
+    "no_vector_arm": replace(DEFAULT_CONFIG, use_vector_arm=False),
+    "no_text_arm": replace(DEFAULT_CONFIG, use_text_arm=False),
+    "no_recency": replace(DEFAULT_CONFIG, use_recency=False),
+    "no_multi_hop": replace(DEFAULT_CONFIG, use_multi_hop=False),
+    "no_episodes": replace(DEFAULT_CONFIG, use_episodes=False),
+}
+
+
+class EvalQuery(BaseModel):
+    """One labelled question."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    query: str = Field(min_length=1)
+    purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
+    budget_tokens: StrictInt | None = Field(default=None, gt=0, le=MAX_BUDGET_TOKENS)
+    expected_event_ids: list[UUID] = Field(default_factory=list)
+    expected_fact_ids: list[UUID] = Field(default_factory=list)
+
+    @property
+    def expected(self) -> int:
+        return len(self.expected_event_ids) + len(self.expected_fact_ids)
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    document: MemoryDocument
+    queries: list[EvalQuery]
+
+
+def load_labelled_set(path: Path) -> LabelledSet:
+    """Parse and validate a labelled set: the memory document, then its ``queries``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationFailed(f"cannot read labelled set {path}: {exc}") from exc
+    if not isinstance(raw, dict) or not isinstance(raw.get("queries"), list) or not raw["queries"]:
+        raise ValidationFailed(f"{path}: expected a JSON object with a non-empty 'queries' list")
+    queries = []
+    for index, item in enumerate(raw["queries"]):
+        try:
+            queries.append(EvalQuery.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "(record)"
+            raise ValidationFailed(f"queries[{index}]: field '{field}': {first['msg']}") from exc
+    return LabelledSet(parse_document_text(text), queries)
+
+
+def coverage(query: EvalQuery, packet: ContextPacket) -> int:
+    """How many of the query's expected ids the packet covers (rules in the module doc)."""
+    fact_ids = {f.id for f in packet.facts}
+    event_ids = {e.event_id for e in packet.episodes}
+    event_ids.update(e for f in packet.facts for e in f.source_event_ids)
+    return (sum(1 for i in query.expected_fact_ids if i in fact_ids)
+            + sum(1 for i in query.expected_event_ids if i in event_ids))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One question answered by the assembler."""
+
+    query: EvalQuery
+    covered: int
+    token_count: int
+    latency_ms: float
+    facts_served: int
+    episodes_served: int
+    trace_id: UUID
+
+
+@contextmanager
+def scratch_database(superuser_url: str) -> Iterator[dict[Role, str]]:
+    """A new, migrated database on the server of ``superuser_url``; dropped on exit."""
+    name = f"haki_eval_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(superuser_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        urls = {role: embedded_role_url(superuser_url, role, name) for role in Role}
+        apply_migrations(urls[Role.OWNER])
+        yield urls
+    finally:
+        with psycopg.connect(superuser_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)))
+
+
+class Evaluator:
+    """Runs a labelled set's questions against a database that holds its memory."""
+
+    def __init__(self, labelled: LabelledSet, *, db: Database, embedder: Embedder,
+                 settings: Settings, budget: int = DEFAULT_BUDGET_TOKENS) -> None:
+        self.labelled = labelled
+        self.db = db
+        self.settings = settings
+        self.budget = budget
+        self.vectors: list[np.ndarray] = []
+        self.embed_ms: list[float] = []
+        for q in labelled.queries:
+            started = time.perf_counter()
+            self.vectors.append(embedder.embed_query(q.query))
+            self.embed_ms.append((time.perf_counter() - started) * 1000.0)
+
+    def run(self, config: RetrievalConfig = DEFAULT_CONFIG,
+            settings: Settings | None = None) -> list[Outcome]:
+        """Every question through ``assemble`` with ``config`` (and ``settings``)."""
+        outcomes = []
+        for q, vector, embed_ms in zip(
+                self.labelled.queries, self.vectors, self.embed_ms, strict=True):
+            request = ContextRequest(
+                project_id=q.project_id, subject_id=q.subject_id, query=q.query,
+                purpose=q.purpose, budget_tokens=q.budget_tokens or self.budget)
+            result = assemble(request, db=self.db, embedder=None,
+                              settings=settings or self.settings, config=config,
+                              query_embedding=vector)
+            packet = result.response.packet
+            outcomes.append(Outcome(
+                q, coverage(q, packet), result.response.token_count,
+                embed_ms + result.timings_ms["total"], result.facts_served,
+                result.episodes_served, result.response.trace_id))
+        return outcomes
+
+    def candidate_distances(self, outcomes: Sequence[Outcome]) -> list[tuple[float, bool]]:
+        """(cosine distance, relevant) of every ranked fact and episode candidate traced for
+        the positive questions. Relevant: an expected fact or episode, or a fact citing an
+        expected episode. Multi-hop rows are left out: the recall floor never gates them."""
+        facts = {f.id: f for f in self.labelled.document.facts if f.id}
+        pairs = []
+        for o in outcomes:
+            if not o.query.expected:
+                continue
+            expected = {*o.query.expected_fact_ids, *o.query.expected_event_ids}
+            inspected = load_trace(self.db, project_id=o.query.project_id,
+                                   subject_id=o.query.subject_id, trace_id=o.trace_id)
+            for d in inspected.decisions:
+                if d.similarity is None or d.reason_code == "multi_hop_expansion":
+                    continue
+                item = d.fact_id or d.event_id
+                cited = facts[d.fact_id].source_event_ids if d.fact_id in facts else []
+                relevant = item in expected or any(e in expected for e in cited)
+                pairs.append((1.0 - d.similarity, relevant))
+        return pairs
+
+
+def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
+    """The headline figures of one run (keys of ``haki eval``'s JSON)."""
+    positive = [o for o in outcomes if o.query.expected]
+    negative = [o for o in outcomes if not o.query.expected]
+    recalls = [o.covered / o.query.expected for o in positive]
+    latencies = np.asarray([o.latency_ms for o in outcomes])
+    return {
+        "queries": len(outcomes),
+        "mean_recall": round(float(np.mean(recalls)), 4) if recalls else None,
+        "fully_covered": round(
+            sum(o.covered == o.query.expected for o in positive) / len(positive), 4)
+        if positive else None,
+        "mean_tokens": round(float(np.mean([o.token_count for o in outcomes])), 1),
+        "mean_facts_served": round(float(np.mean([o.facts_served for o in outcomes])), 2),
+        "mean_episodes_served": round(float(np.mean([o.episodes_served for o in outcomes])), 2),
+        "latency_ms": {"p50": round(float(np.percentile(latencies, 50)), 2),
+                       "p95": round(float(np.percentile(latencies, 95)), 2)},
+        "injection_rate": round(sum(o.facts_served > 0 for o in outcomes) / len(outcomes), 4),
+        "negative_queries": len(negative),
+        "negative_injection_rate": round(
+            sum(o.facts_served > 0 for o in negative) / len(negative), 4) if negative else None,
+    }
+
+
+def misses(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
+    """The positive questions not fully covered, for reading what went wrong."""
+    return [{"query": o.query.query, "subject_id": o.query.subject_id,
+             "covered": o.covered, "expected": o.query.expected}
+            for o in outcomes if o.query.expected and o.covered < o.query.expected]
+
+
+def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
+             settings: Settings, budget: int = DEFAULT_BUDGET_TOKENS,
+             with_misses: bool = False) -> dict[str, object]:
+    """Load ``labelled`` into a scratch database, run it, then each ablation."""
+    with scratch_database(superuser_url) as urls:
+        owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
+        try:
+            MemoryWriter(owner, embedder).write(labelled.document)
+            evaluator = Evaluator(labelled, db=app, embedder=embedder, settings=settings,
+                                  budget=budget)
+            outcomes = evaluator.run()
+            report: dict[str, object] = {
+                "embedder": embedder.provider,
+                "budget_tokens": budget,
+                **figures(outcomes),
+                "ablations": {name: figures(evaluator.run(config))
+                              for name, config in ABLATIONS.items()},
+            }
+            if with_misses:
+                report["misses"] = misses(outcomes)
+            return report
+        finally:
+            owner.close()
+            app.close()

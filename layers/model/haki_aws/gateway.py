@@ -1,0 +1,88 @@
+"""The edge checks every API function runs before routing, then the resolver.
+
+Order: authenticate (401 before anything else), bound the body size, require a JSON content
+type on requests with a body, then hand the event to the Powertools resolver, which validates
+and routes. The request latency is recorded for every outcome.
+"""
+
+import time
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from haki.db import Database
+from haki.errors import HakiError
+from haki_aws.auth import IDENTITY, authenticate_event
+from haki_aws.errors import (
+    as_proxy_result,
+    domain_response,
+    error_code,
+    error_response,
+    internal_error,
+)
+from haki_aws.observability import OK, logger, record_request
+
+#: Largest accepted request body: 256 KiB. Every valid request fits, even one whose 16,000
+#: query characters are all written as escaped surrogate pairs (12 bytes each, ~192 KB);
+#: anything larger is refused with 413 before it is parsed.
+MAX_BODY_BYTES = 256 * 1024
+
+
+def _body_bytes(event: Mapping[str, Any]) -> int:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4
+    return len(body.encode("utf-8"))
+
+
+def _content_type(event: Mapping[str, Any]) -> str:
+    for name, value in (event.get("headers") or {}).items():
+        if name.lower() == "content-type":
+            return value.split(";", 1)[0].strip().lower()
+    return ""
+
+
+def _refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The error response of a request refused before routing, if any."""
+    size = _body_bytes(event)
+    if size > MAX_BODY_BYTES:
+        return as_proxy_result(error_response(
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "validation_error",
+            f"the request body is {size} bytes; the limit is {MAX_BODY_BYTES}"))
+    if size and _content_type(event) not in ("", "application/json"):
+        return as_proxy_result(error_response(
+            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "validation_error",
+            "the request body must be JSON (Content-Type: application/json)"))
+    return None
+
+
+def resolve(
+    app: APIGatewayRestResolver, db: Database, event: Mapping[str, Any], context: LambdaContext
+) -> dict[str, Any]:
+    """Authenticate, pre-check and route one API Gateway REST proxy event."""
+    started = time.perf_counter()
+    result = _resolve(app, db, event, context)
+    endpoint = f"{event.get('httpMethod')} {event.get('resource')}"
+    record_request(endpoint, error_code(result) or OK, (time.perf_counter() - started) * 1000)
+    return result
+
+
+def _resolve(
+    app: APIGatewayRestResolver, db: Database, event: Mapping[str, Any], context: LambdaContext
+) -> dict[str, Any]:
+    try:
+        identity = authenticate_event(db, event)
+    except HakiError as exc:
+        return as_proxy_result(domain_response(exc))
+    except Exception:
+        logger.exception("authentication failed unexpectedly")
+        return as_proxy_result(internal_error())
+    logger.append_keys(org_id=identity.org_id, key_id=str(identity.key_id))
+    refusal = _refusal(event)
+    if refusal is not None:
+        return refusal
+    app.append_context(**{IDENTITY: identity})
+    return app.resolve(event, context)

@@ -1,0 +1,180 @@
+"""The local API Gateway: HTTP requests become REST proxy events for the real handlers.
+
+Routes come from :data:`haki.routes.ROUTES`, the table the CDK stack builds the REST API from,
+and each is served by ``functions/<name>/app.py:handler``, imported in process: local and
+deployed runs execute the same code. Like a Lambda container, each handler module serves one
+request at a time (its database connection and resolver are not shared between requests), so
+dispatch is serialised. The handlers' EMF metric lines (stdout) are dropped: there is no
+CloudWatch here; their JSON logs go to the console.
+"""
+
+import base64
+import contextlib
+import io
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import import_module
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from haki.routes import ROUTES, Route
+from haki_aws.errors import CONTENT_TYPE, error_body
+
+#: API Gateway's own payload limit; the handlers apply the contract's smaller one.
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+STAGE = "local"
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class LambdaContext:
+    """The attributes of the Lambda context object the handlers (Powertools) read."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:local:000000000000:function:haki-local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def _pattern(route: Route) -> re.Pattern[str]:
+    parts = re.split(r"(\{[a-z_]+\})", route.path)
+    regex = "".join(
+        f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts
+    )
+    return re.compile(f"^{regex}$")
+
+
+def load_handlers(routes: tuple[Route, ...] = ROUTES) -> dict[str, Handler]:
+    """``functions/<name>/app.py:handler`` of every routed function."""
+    return {r.function: import_module(f"functions.{r.function}.app").handler for r in routes}
+
+
+class LocalGateway:
+    """Matches a request to a route, builds its proxy event and calls the handler."""
+
+    def __init__(self, handlers: Mapping[str, Handler], routes: tuple[Route, ...] = ROUTES):
+        self._routes = [(route, _pattern(route)) for route in routes]
+        self._handlers = handlers
+        self._lock = threading.Lock()
+
+    def dispatch(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes
+    ) -> Reply:
+        url = urlsplit(target)
+        path = url.path.rstrip("/") or "/"
+        request_id = str(uuid.uuid4())
+        for route, pattern in self._routes:
+            match = pattern.match(path)
+            if match and route.method == method:
+                event = proxy_event(route, path, url.query, headers, body, match.groupdict(),
+                                    request_id)
+                context = LambdaContext(f"haki-{route.function}", request_id)
+                with self._lock, contextlib.redirect_stdout(io.StringIO()):
+                    result = self._handlers[route.function](event, context)
+                return _reply(result, request_id)
+        return Reply(
+            HTTPStatus.NOT_FOUND,
+            {"Content-Type": CONTENT_TYPE, "x-amzn-RequestId": request_id},
+            error_body("not_found", f"no route for {method} {path}").encode(),
+        )
+
+
+def proxy_event(
+    route: Route,
+    path: str,
+    query: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    path_params: Mapping[str, str],
+    request_id: str,
+) -> dict[str, Any]:
+    """An API Gateway REST (v1) proxy event, as the deployed integration sends it."""
+    multi_query = parse_qs(query, keep_blank_values=True)
+    try:
+        text: str | None = body.decode("utf-8") if body else None
+        is_base64 = False
+    except UnicodeDecodeError:
+        text, is_base64 = base64.b64encode(body).decode("ascii"), True
+    return {
+        "resource": route.path,
+        "path": path,
+        "httpMethod": route.method,
+        "headers": dict(headers) or None,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()} or None,
+        "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
+        "multiValueQueryStringParameters": multi_query or None,
+        "pathParameters": {k: unquote(v) for k, v in path_params.items()} or None,
+        "stageVariables": None,
+        "requestContext": {
+            "resourcePath": route.path,
+            "httpMethod": route.method,
+            "path": f"/{STAGE}{path}",
+            "stage": STAGE,
+            "requestId": request_id,
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": "127.0.0.1"},
+        },
+        "body": text,
+        "isBase64Encoded": is_base64,
+    }
+
+
+def _reply(result: Mapping[str, Any], request_id: str) -> Reply:
+    headers = {k: str(v) for k, v in (result.get("headers") or {}).items()}
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers[name] = ", ".join(str(v) for v in values)
+    headers["x-amzn-RequestId"] = request_id
+    body = result.get("body") or ""
+    payload = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
+    return Reply(int(result["statusCode"]), headers, payload)
+
+
+def make_server(host: str, port: int, gateway: LocalGateway) -> ThreadingHTTPServer:
+    """An HTTP server on ``host:port`` (port 0 picks a free one) that feeds ``gateway``."""
+
+    class RequestHandler(BaseHTTPRequestHandler):
+        server_version = "haki-local"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_PAYLOAD_BYTES:
+                reply = Reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                              {"Content-Type": CONTENT_TYPE},
+                              error_body("validation_error", "payload too large").encode())
+                self.close_connection = True
+            else:
+                body = self.rfile.read(length) if length else b""
+                reply = gateway.dispatch(self.command, self.path, dict(self.headers.items()),
+                                         body)
+            self.send_response(reply.status)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Access log lines are left to the handlers' structured logs."""
+
+    server = ThreadingHTTPServer((host, port), RequestHandler)
+    server.daemon_threads = True
+    return server

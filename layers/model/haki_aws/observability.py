@@ -1,0 +1,46 @@
+"""The one owner of logging, tracing and metrics (Powertools).
+
+Every log line is structured JSON with the API Gateway request id as correlation id; the
+handlers append the tenant scope and the Haki trace id as soon as they are known. Metrics are
+CloudWatch EMF, namespace ``Haki``, one blob per request dimensioned by endpoint and outcome
+(``ok`` or the error code): ``Latency`` and, on failure, ``Errors`` for every request;
+``CandidatesConsidered`` / ``FactsServed`` / ``EpisodesServed`` / ``EmptyPackets`` per context
+call. Nothing secret is logged: never a key, never a body.
+"""
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+
+from haki.assembler import Assembly
+from haki.settings import get_settings
+
+SERVICE = "haki"
+NAMESPACE = "Haki"
+#: The ``outcome`` dimension of a successful request (else the error code).
+OK = "ok"
+
+logger = Logger(service=SERVICE, level=get_settings().log_level)
+metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
+
+
+def record_request(endpoint: str, outcome: str, milliseconds: float) -> None:
+    """Every API request: its latency, dimensioned by endpoint and outcome (``ok`` or the
+    error code), and one ``Errors`` count when it failed."""
+    metrics.add_dimension("endpoint", endpoint)
+    metrics.add_dimension("outcome", outcome)
+    metrics.add_metric(name="Latency", unit=MetricUnit.Milliseconds, value=milliseconds)
+    if outcome != OK:
+        metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
+
+
+def record_assembly(assembly: Assembly) -> None:
+    """One context call's outcome: what was considered, what was served."""
+    empty = assembly.facts_served == 0 and assembly.episodes_served == 0
+    for name, value in (
+        ("CandidatesConsidered", assembly.candidates),
+        ("FactsServed", assembly.facts_served),
+        ("EpisodesServed", assembly.episodes_served),
+        ("EmptyPackets", int(empty)),
+    ):
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)

@@ -1,0 +1,142 @@
+"""End-to-end: ``haki serve`` as a subprocess over its own data folder (embedded PostgreSQL,
+migrations, demo data, dev key), called over real HTTP with urllib."""
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from haki.db import Role
+from haki.db.connection import DATABASE_NAME, connect, embedded_role_url
+from haki.db.embedded import start_embedded
+
+STARTUP_TIMEOUT_S = 180
+_URL = re.compile(r"^Haki local API: (http://\S+)$")
+_KEY = re.compile(r"^API key \(([^)]+)\): (hk_\S+)$")
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen[str]
+    url: str = ""
+    key: str = ""
+    lines: list[str] = field(default_factory=list)
+
+
+def haki_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HAKI_")}
+    return {**env, "HAKI_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+
+
+def start_server(data_dir: Path) -> Server:
+    """Start ``haki serve --port 0`` and wait for its banner (URL and key)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "haki.cli", "serve", "--port", "0"], env=haki_env(data_dir),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = Server(process)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        """Read the server's output until it exits, so it never blocks on a full pipe."""
+        assert process.stdout is not None
+        for line in process.stdout:
+            server.lines.append(line.rstrip("\n"))
+            lines.put(line.rstrip("\n"))
+
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not (server.url and server.key):
+        try:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            process.kill()
+            raise RuntimeError("haki serve did not start:\n" + "\n".join(server.lines)) from None
+        if match := _URL.match(line):
+            server.url = match.group(1)
+        if match := _KEY.match(line):
+            server.key = match.group(2)
+    return server
+
+
+def stop_server(server: Server) -> int:
+    """Ctrl-C, as a user would; the exit code of a clean stop is 0."""
+    server.process.send_signal(signal.SIGINT)
+    return server.process.wait(timeout=60)
+
+
+def run_cli(data_dir: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "haki.cli", *args], env=haki_env(data_dir),
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    json: Any
+    headers: dict[str, str]
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def request(self, method: str, path: str, *, key: str | None = None,
+                body: Any = None, raw: bytes | None = None,
+                content_type: str = "application/json") -> Reply:
+        data = raw if raw is not None else (
+            None if body is None else json.dumps(body).encode())
+        headers = {"Content-Type": content_type} if data is not None else {}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return Reply(response.status, json.loads(response.read()),
+                             dict(response.headers))
+        except urllib.error.HTTPError as error:
+            return Reply(error.code, json.loads(error.read()), dict(error.headers))
+
+
+@pytest.fixture(scope="session")
+def data_dir(server_data_dir: Callable[[str], Path]) -> Path:
+    return server_data_dir("test-e2e-")
+
+
+@pytest.fixture(scope="session")
+def server(data_dir: Path) -> Iterator[Server]:
+    server = start_server(data_dir)
+    yield server
+    assert stop_server(server) == 0, "\n".join(server.lines[-30:])
+
+
+@pytest.fixture(scope="session")
+def client(server: Server) -> Client:
+    return Client(server.url)
+
+
+@pytest.fixture(scope="session")
+def owner_url(server: Server, data_dir: Path) -> str:
+    """The owner URL of the server's database (joining its embedded PostgreSQL)."""
+    return embedded_role_url(start_embedded(data_dir), Role.OWNER, DATABASE_NAME)
+
+
+@pytest.fixture
+def owner(owner_url: str) -> Iterator[psycopg.Connection]:
+    with connect(owner_url) as conn:
+        yield conn

@@ -1,0 +1,111 @@
+"""Tenant isolation over HTTP: with two projects and two keys, nothing of project B is
+reachable with A's key through any endpoint or parameter (body, query string, path)."""
+
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from haki.demo import DEMO_PROJECT, demo_document
+from tests.e2e.conftest import Client, Server, run_cli
+
+OTHER = "atelier-voyage"
+OTHER_SUBJECT = "client-sophie"
+
+
+@pytest.fixture(scope="module")
+def other_key(data_dir: Path, server: Server) -> str:
+    created = run_cli(data_dir, "keys", "create", "--org", "atelier", "--project", OTHER)
+    return re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
+
+
+@pytest.fixture(scope="module")
+def other_trace(client: Client, other_key: str) -> str:
+    reply = client.request("POST", "/v1/context", key=other_key, body={
+        "project_id": OTHER, "subject_id": OTHER_SUBJECT, "query": "allergies ?",
+        "purpose": "booking"})
+    assert reply.status == 200 and reply.json["packet"]["facts"]
+    return str(reply.json["trace_id"])
+
+
+def _other_ids() -> set[str]:
+    doc = demo_document()
+    return {str(r.id) for r in [*doc.facts, *doc.events] if r.project_id == OTHER}
+
+
+def test_body_naming_b_is_forbidden(client: Client, server: Server) -> None:
+    reply = client.request("POST", "/v1/context", key=server.key, body={
+        "project_id": OTHER, "subject_id": OTHER_SUBJECT, "query": "allergies ?"})
+    assert reply.status == 403 and reply.json["error"]["code"] == "forbidden_scope"
+    assert OTHER not in reply.json["error"]["message"]
+
+
+def test_bs_subject_under_as_project_finds_nothing_of_b(client: Client, server: Server) -> None:
+    reply = client.request("POST", "/v1/context", key=server.key, body={
+        "project_id": DEMO_PROJECT, "subject_id": OTHER_SUBJECT,
+        "query": "arachides allergie Kyoto", "purpose": "probe"})
+    assert reply.status == 200
+    packet = reply.json["packet"]
+    assert packet["facts"] == [] and packet["episodes"] == []
+    assert packet["empty_reason"] == "no_memory"
+    inspected = client.request(
+        "GET", f"/v1/inspect/{reply.json['trace_id']}?project_id={DEMO_PROJECT}"
+        f"&subject_id={OTHER_SUBJECT}", key=server.key)
+    assert inspected.json["decisions"] == []
+
+
+def test_bs_trace_is_not_reachable_with_as_key(
+    client: Client, server: Server, other_trace: str, other_key: str
+) -> None:
+    for project in (DEMO_PROJECT, OTHER):
+        reply = client.request(
+            "GET", f"/v1/inspect/{other_trace}?project_id={project}&subject_id={OTHER_SUBJECT}",
+            key=server.key)
+        expected = (404, "trace_not_found") if project == DEMO_PROJECT else (403, "forbidden_scope")
+        assert (reply.status, reply.json["error"]["code"]) == expected
+    own = client.request(
+        "GET", f"/v1/inspect/{other_trace}?project_id={OTHER}&subject_id={OTHER_SUBJECT}",
+        key=other_key)
+    assert own.status == 200  # it exists: A is refused, not missing data
+
+
+@pytest.mark.parametrize("query", [
+    f"project_id={OTHER}",
+    f"project_id={DEMO_PROJECT}&project_id={OTHER}",
+    f"project_id={quote(OTHER)}&subject_id={OTHER_SUBJECT}",
+    f"project_id={OTHER}%00",
+    f"project_id=%20{OTHER}",
+])
+def test_stats_of_b_are_forbidden_with_as_key(
+    client: Client, server: Server, query: str
+) -> None:
+    reply = client.request("GET", f"/v1/stats/overview?{query}", key=server.key)
+    assert reply.status in (403, 422)
+    assert reply.json["error"]["code"] in ("forbidden_scope", "validation_error")
+
+
+def test_as_stats_count_nothing_of_b(
+    client: Client, server: Server, other_key: str, other_trace: str
+) -> None:
+    mine = client.request("GET", f"/v1/stats/overview?project_id={DEMO_PROJECT}",
+                          key=server.key).json
+    theirs = client.request("GET", f"/v1/stats/overview?project_id={OTHER}", key=other_key).json
+    doc = demo_document()
+    assert theirs["recall_count"] >= 1
+    assert mine["active_facts"] <= sum(f.project_id == DEMO_PROJECT for f in doc.facts)
+    assert theirs["active_facts"] <= sum(f.project_id == OTHER for f in doc.facts)
+
+
+def test_no_answer_to_a_carries_an_id_of_b(client: Client, server: Server) -> None:
+    other_ids = _other_ids()
+    for query in ("allergie arachides Kyoto hublot", "Anna Lisbon Porto", "budget voyage"):
+        reply = client.request("POST", "/v1/context", key=server.key, body={
+            "project_id": DEMO_PROJECT, "subject_id": "user-john", "query": query,
+            "purpose": "probe"})
+        assert reply.status == 200
+        trace = client.request(
+            "GET", f"/v1/inspect/{reply.json['trace_id']}?project_id={DEMO_PROJECT}"
+            "&subject_id=user-john", key=server.key)
+        seen = {d["fact_id"] or d["event_id"] for d in trace.json["decisions"]}
+        assert not seen & other_ids

@@ -1,0 +1,107 @@
+"""``GET /v1/inspect/{trace_id}`` and ``GET /v1/stats/overview`` through their handlers, and
+the scheduled aggregation handler."""
+
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+import functions.stats.app as stats_app
+from haki.db import Database, Role
+from haki.db.migrate import apply_migrations
+from haki.keys import create_key
+from haki.models import FactRecord
+from tests.handlers.conftest import FakeLambdaContext, Invoke
+
+INSPECT = "/v1/inspect/{trace_id}"
+OVERVIEW = "/v1/stats/overview"
+
+
+def _context(invoke: Invoke, key: str, project_id: str, subject_id: str = "alice") -> str:
+    answer = invoke("context", "POST", "/v1/context", key=key, body={
+        "project_id": project_id, "subject_id": subject_id, "query": "language?",
+        "purpose": "t"})
+    assert answer.status == 200
+    return str(answer.json["trace_id"])
+
+
+def test_inspect_of_another_subject_or_unknown_id_is_the_same_404(
+    invoke: Invoke, api_key: str, project_id: str, seeded: list[FactRecord]
+) -> None:
+    trace_id = _context(invoke, api_key, project_id)
+    answers = [
+        invoke("inspect", "GET", INSPECT, key=api_key, path_params={"trace_id": tid},
+               query={"project_id": project_id, "subject_id": subject})
+        for tid, subject in ((trace_id, "bob"), (str(uuid.uuid4()), "alice"))
+    ]
+    assert [a.status for a in answers] == [404, 404]
+    assert answers[0].json == answers[1].json
+    assert answers[0].json["error"]["code"] == "trace_not_found"
+
+
+def test_inspect_of_another_projects_trace_is_404_even_with_that_projects_own_scope(
+    invoke: Invoke, owner_db: Database, api_key: str, project_id: str, seeded: list[FactRecord]
+) -> None:
+    other_project = project_id + "-b"
+    other_key = create_key(owner_db, org_id="o", project_id=other_project).key
+    trace_id = _context(invoke, api_key, project_id)
+    as_other = invoke("inspect", "GET", INSPECT, key=other_key, path_params={"trace_id": trace_id},
+                      query={"project_id": other_project, "subject_id": "alice"})
+    assert as_other.status == 404 and as_other.json["error"]["code"] == "trace_not_found"
+    forbidden = invoke("inspect", "GET", INSPECT, key=other_key,
+                       path_params={"trace_id": trace_id},
+                       query={"project_id": project_id, "subject_id": "alice"})
+    assert forbidden.status == 403 and forbidden.json["error"]["code"] == "forbidden_scope"
+
+
+@pytest.mark.parametrize(("trace_id", "query", "status", "code"), [
+    ("not-a-uuid", {"project_id": "P", "subject_id": "alice"}, 422, "validation_error"),
+    ("UUID", {"project_id": "P"}, 422, "missing_scope"),
+    ("UUID", {"subject_id": "alice"}, 422, "missing_scope"),
+    ("UUID", {"project_id": "P", "subject_id": ""}, 422, "missing_scope"),
+])
+def test_inspect_parameter_errors(
+    invoke: Invoke, api_key: str, project_id: str,
+    trace_id: str, query: dict[str, str], status: int, code: str,
+) -> None:
+    params = {k: (project_id if v == "P" else v) for k, v in query.items()}
+    path = str(uuid.uuid4()) if trace_id == "UUID" else trace_id
+    answer = invoke("inspect", "GET", INSPECT, key=api_key, path_params={"trace_id": path},
+                    query=params)
+    assert (answer.status, answer.json["error"]["code"]) == (status, code)
+
+
+def test_overview_counts_calls_and_memory_of_the_keys_project(
+    invoke: Invoke, api_key: str, project_id: str, seeded: list[FactRecord]
+) -> None:
+    empty = invoke("stats", "GET", OVERVIEW, key=api_key, query={"project_id": project_id})
+    assert empty.status == 200 and empty.json["recall_count"] == 0
+    assert empty.json["recall_p50_ms"] is None and empty.json["injection_rate"] is None
+    _context(invoke, api_key, project_id)
+    after = invoke("stats", "GET", OVERVIEW, key=api_key,
+                   query={"project_id": project_id, "subject_id": "alice"})
+    assert after.json["recall_count"] == 1 and after.json["injection_rate"] == 1.0
+    assert after.json["hit_rate"] == 1.0 and after.json["recall_p50_ms"] > 0
+    assert after.json["active_facts"] == len(seeded)
+    assert len(after.json["events_this_week"]) == 7
+
+
+def test_overview_scope_errors(invoke: Invoke, api_key: str, project_id: str) -> None:
+    missing = invoke("stats", "GET", OVERVIEW, key=api_key, query=None)
+    assert (missing.status, missing.json["error"]["code"]) == (422, "missing_scope")
+    other = invoke("stats", "GET", OVERVIEW, key=api_key, query={"project_id": "someone-else"})
+    assert (other.status, other.json["error"]["code"]) == (403, "forbidden_scope")
+    anonymous = invoke("stats", "GET", OVERVIEW, key=None, query={"project_id": project_id})
+    assert (anonymous.status, anonymous.json["error"]["code"]) == (401, "unauthorized")
+
+
+def test_aggregate_handler_rolls_up_and_reports(
+    fresh_database: Callable[[], dict[Role, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER])
+    monkeypatch.setattr(stats_app, "stats_db", Database(urls[Role.STATS]))
+    first = stats_app.aggregate_handler({"source": "aws.events"}, FakeLambdaContext())
+    second = stats_app.aggregate_handler({"source": "aws.events"}, FakeLambdaContext())
+    assert first["rollup_rows"] == 0 and first["calls"] == 0
+    assert second["rolled_until"] == first["rolled_until"]

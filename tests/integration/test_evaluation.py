@@ -1,0 +1,123 @@
+"""The retrieval-quality harness (``haki eval``): coverage rules, the report's keys, ablations,
+and the scratch database it works in."""
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from haki.cli import build_parser
+from haki.embedding import Embedder, get_embedder
+from haki.errors import ValidationFailed
+from haki.evaluation import ABLATIONS, EvalQuery, coverage, evaluate, load_labelled_set
+from haki.models import ContextPacket, PacketEpisode, PacketFact
+from haki.settings import Settings
+
+SCOPE = {"project_id": "eval-test", "subject_id": "camille"}
+LANG_EVENT, PARCEL_EVENT = uuid.uuid4(), uuid.uuid4()
+LANG_FACT, PHONE_FACT = uuid.uuid4(), uuid.uuid4()
+WHEN = datetime(2026, 3, 3, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return get_embedder(Settings())
+
+
+def _packet(facts: list[PacketFact], episodes: list[PacketEpisode]) -> ContextPacket:
+    return ContextPacket(facts=facts, episodes=episodes, warnings=[], status="ok",
+                         empty_reason=None)
+
+
+def test_coverage_counts_packet_facts_episodes_and_cited_sources() -> None:
+    cited, as_episode, missing = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    fact, other_fact = uuid.uuid4(), uuid.uuid4()
+    packet = _packet(
+        [PacketFact(id=fact, predicate="p", value="v", confidence=None, valid_from=None,
+                    source_event_ids=[cited])],
+        [PacketEpisode(event_id=as_episode, kind="k", occurred_at=WHEN, excerpt="x")])
+    query = EvalQuery(**SCOPE, query="q", expected_fact_ids=[fact, other_fact],
+                      expected_event_ids=[cited, as_episode, missing])
+    # fact: in the packet; cited: a source of a packet fact; as_episode: a packet episode.
+    assert coverage(query, packet) == 3
+    # A fact id is never covered by an episode, nor an event by a fact of the same id.
+    assert coverage(EvalQuery(**SCOPE, query="q", expected_fact_ids=[as_episode]), packet) == 0
+    assert coverage(EvalQuery(**SCOPE, query="q", expected_event_ids=[fact]), packet) == 0
+
+
+def _labelled(tmp_path: Path) -> Path:
+    document = {
+        "events": [
+            {"id": str(LANG_EVENT), **SCOPE, "kind": "conversation.message",
+             "payload": {"text": "Merci de m'écrire uniquement en français."},
+             "occurred_at": "2026-01-10T09:00:00Z"},
+            {"id": str(PARCEL_EVENT), **SCOPE, "kind": "ticket.opened",
+             "payload": {"text": "The parcel was left in the rain and the box was soaked."},
+             "occurred_at": "2026-02-01T09:00:00Z"},
+        ],
+        "facts": [
+            {"id": str(LANG_FACT), **SCOPE, "predicate": "preferred_language",
+             "value": {"language": "French"}, "source_event_ids": [str(LANG_EVENT)]},
+            {"id": str(PHONE_FACT), **SCOPE, "predicate": "contact_channel",
+             "value": {"channel": "SMS only, never calls"}},
+            {**SCOPE, "predicate": "favourite_colour", "value": "navy blue"},
+        ],
+        "queries": [
+            {**SCOPE, "query": "Which language should we use?",
+             "expected_fact_ids": [str(LANG_FACT)]},
+            {**SCOPE, "query": "Why did she ask for French?",
+             "expected_event_ids": [str(LANG_EVENT)]},
+            {**SCOPE, "query": "What happened to the soaked parcel?",
+             "expected_event_ids": [str(PARCEL_EVENT)]},
+            {**SCOPE, "query": "Does she own a boat?"},
+        ],
+    }
+    path = tmp_path / "labelled.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_evaluate_reports_the_figures_and_each_ablation(
+    tmp_path: Path, pg_superuser_url: str, embedder: Embedder
+) -> None:
+    report = evaluate(load_labelled_set(_labelled(tmp_path)), superuser_url=pg_superuser_url,
+                      embedder=embedder, settings=Settings(), with_misses=True)
+    for key in ("mean_recall", "fully_covered", "mean_tokens", "latency_ms", "queries",
+                "ablations"):
+        assert key in report
+    assert report["queries"] == 4 and report["negative_queries"] == 1
+    # A tiny scope fits the budget: every expected id is covered, by the three rules.
+    assert report["mean_recall"] == 1.0 and report["fully_covered"] == 1.0
+    assert report["misses"] == []
+    assert set(report["latency_ms"]) == {"p50", "p95"}  # type: ignore[arg-type]
+    ablations = report["ablations"]
+    assert set(ablations) == set(ABLATIONS)  # type: ignore[arg-type]
+    # The parcel episode is cited by no fact: without episodes it cannot be covered, while the
+    # language episode still is, through the fact that cites it.
+    no_episodes = ablations["no_episodes"]  # type: ignore[index]
+    assert no_episodes["mean_recall"] == pytest.approx(2 / 3, abs=1e-3)
+    assert no_episodes["fully_covered"] == pytest.approx(2 / 3, abs=1e-3)
+    # The scratch database is gone.
+    with psycopg.connect(pg_superuser_url) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE 'haki_eval_%'").fetchone()
+    assert left == (0,)
+
+
+def test_labelled_set_errors_name_the_query_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"facts": [], "queries": [{"project_id": "p", "query": "q"}]}),
+                    encoding="utf-8")
+    with pytest.raises(ValidationFailed, match=r"queries\[0\]: field 'subject_id'"):
+        load_labelled_set(path)
+    path.write_text(json.dumps({"facts": []}), encoding="utf-8")
+    with pytest.raises(ValidationFailed, match="queries"):
+        load_labelled_set(path)
+
+
+def test_eval_is_a_cli_command() -> None:
+    args = build_parser().parse_args(["eval", "set.json", "--budget", "500"])
+    assert args.budget == 500 and args.file == Path("set.json") and callable(args.run)

@@ -1,0 +1,200 @@
+"""Stats: the overview equals the same figures computed from the raw calls, before
+aggregation, after it and after re-running it; the watermark never strands a call.
+
+The aggregation and its watermark are database-wide, so this module works on a database of
+its own."""
+
+import bisect
+import json
+import math
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import psycopg
+import pytest
+
+from haki import stats
+from haki.db import Database, Role
+from haki.db.connection import connect
+from haki.db.migrate import apply_migrations
+
+NOW = datetime.now(UTC)
+
+
+@pytest.fixture(scope="module")
+def urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER])
+    return urls
+
+
+@pytest.fixture
+def owner(urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
+    with connect(urls[Role.OWNER]) as conn:
+        yield conn
+
+
+@pytest.fixture
+def app(urls: dict[Role, str]) -> Iterator[Database]:
+    db = Database(urls[Role.APP])
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def stats_db(urls: dict[Role, str]) -> Iterator[Database]:
+    db = Database(urls[Role.STATS])
+    yield db
+    db.close()
+
+
+def _call(conn: psycopg.Connection, project: str, subject: str, *, at: datetime,
+          latency: float, facts: int, tokens: int) -> None:
+    conn.execute(
+        "INSERT INTO context_calls (trace_id, project_id, subject_id, query, budget_tokens, "
+        "packet, token_count, status, facts_served, episodes_served, candidates, embed_ms, "
+        "retrieval_ms, latency_ms, created_at) "
+        "VALUES (%s, %s, %s, 'q', 900, '{}', %s, 'ok', %s, 0, 5, 1, 1, %s, %s)",
+        (uuid.uuid4(), project, subject, tokens, facts, latency, at))
+
+
+def _seed(conn: psycopg.Connection, project: str, seed: int, hours: int = 30) -> None:
+    rng = np.random.default_rng(seed)
+    for subject in ("alice", "bob"):
+        for _ in range(60):
+            _call(conn, project, subject,
+                  at=NOW - timedelta(minutes=float(rng.uniform(0, hours * 60))),
+                  latency=float(rng.lognormal(3, 0.9)), facts=int(rng.integers(0, 3)),
+                  tokens=int(rng.integers(0, 900)))
+
+
+def _raw(conn: psycopg.Connection, project: str, subject: str | None) -> dict[str, object]:
+    """The reference figures, straight from the raw calls (as the owner)."""
+    rows = conn.execute(
+        "SELECT latency_ms, facts_served, token_count FROM context_calls "
+        "WHERE project_id = %s AND (%s::text IS NULL OR subject_id = %s)",
+        (project, subject, subject)).fetchall()
+
+    def percentile(percent: int) -> float | None:
+        if not rows:
+            return None
+        ordered = sorted(r[0] for r in rows)
+        value = ordered[math.ceil(len(ordered) * percent / 100) - 1]
+        bucket = min(bisect.bisect_right(stats.LATENCY_BOUNDS_MS, value),
+                     len(stats.LATENCY_BOUNDS_MS) - 1)
+        return float(stats.LATENCY_BOUNDS_MS[bucket])
+
+    rate = sum(r[1] > 0 for r in rows) / len(rows) if rows else None
+    return {"recall_count": len(rows), "context_tokens_served": sum(r[2] for r in rows),
+            "injection_rate": rate, "hit_rate": rate,
+            "recall_p50_ms": percentile(50), "recall_p99_ms": percentile(99)}
+
+
+def _figures(overview: stats.StatsOverview) -> dict[str, object]:
+    return {k: getattr(overview, k) for k in (
+        "recall_count", "context_tokens_served", "injection_rate", "hit_rate",
+        "recall_p50_ms", "recall_p99_ms")}
+
+
+def _rollups(conn: psycopg.Connection) -> list[tuple]:
+    return conn.execute(
+        "SELECT project_id, subject_id, bucket_start, calls, calls_with_facts, tokens_served, "
+        "latency_hist FROM stats_rollups ORDER BY 1, 2, 3").fetchall()
+
+
+def test_overview_matches_raw_calls_before_after_and_after_rerun(
+    owner: psycopg.Connection, app: Database, stats_db: Database
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    _seed(owner, project, seed=1)
+    _seed(owner, project + "-other", seed=2)
+    for subject in (None, "alice", "bob"):
+        assert _figures(stats.overview(app, project_id=project, subject_id=subject)) == _raw(
+            owner, project, subject)
+
+    result = stats.aggregate(stats_db)
+    assert result.calls > 0 and result.rollup_rows > 0
+    rolled = _rollups(owner)
+    assert sum(r[3] for r in rolled) == result.calls
+    for subject in (None, "alice", "bob"):
+        assert _figures(stats.overview(app, project_id=project, subject_id=subject)) == _raw(
+            owner, project, subject)
+
+    again = stats.aggregate(stats_db, rerun_from=NOW - timedelta(days=3))
+    assert _rollups(owner) == rolled
+    assert again.rolled_until == result.rolled_until
+    assert _figures(stats.overview(app, project_id=project)) == _raw(owner, project, None)
+
+
+def test_watermark_is_hour_aligned_and_leaves_the_grace_period_in_the_tail(
+    owner: psycopg.Connection, app: Database, stats_db: Database
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    # A call whose transaction started 5 minutes ago may still be committing: it must stay
+    # in the tail, not fall behind the watermark.
+    _call(owner, project, "s", at=NOW - timedelta(minutes=5), latency=12.0, facts=1, tokens=9)
+    result = stats.aggregate(stats_db)
+    assert result.rolled_until <= NOW - stats.GRACE
+    assert result.rolled_until.minute == 0 and result.rolled_until.second == 0
+    assert NOW - result.rolled_until < stats.GRACE + timedelta(hours=1)
+    rolled = owner.execute(
+        "SELECT count(*) FROM stats_rollups WHERE project_id = %s", (project,)).fetchone()
+    assert rolled == (0,)
+    overview = stats.overview(app, project_id=project)
+    assert overview.recall_count == 1 and overview.recall_p50_ms == 14.0
+
+
+def test_rollups_of_an_hour_equal_the_raw_calls_of_that_hour(
+    owner: psycopg.Connection, stats_db: Database
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    hour = (NOW - timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
+    latencies = [0.5, 1.0, 9.99, 10.0, 250.0, 45_000.0]
+    for i, latency in enumerate(latencies):
+        _call(owner, project, "s", at=hour + timedelta(minutes=i * 9), latency=latency,
+              facts=i % 2, tokens=10 * i)
+    stats.aggregate(stats_db, rerun_from=hour)
+    row = owner.execute(
+        "SELECT bucket_start, calls, calls_with_facts, tokens_served, latency_hist "
+        "FROM stats_rollups WHERE project_id = %s", (project,)).fetchall()
+    assert len(row) == 1
+    bucket_start, calls, with_facts, tokens, hist = row[0]
+    assert bucket_start == hour and calls == 6 and with_facts == 3 and tokens == 150
+    assert hist == stats.histogram(latencies)
+
+
+def test_overview_counts_memory_and_scope(
+    owner: psycopg.Connection, app: Database
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    ids = []
+    expired = NOW - timedelta(days=1)
+    for subject, status, valid_to in (("a", "active", None), ("a", "active", expired),
+                                      ("a", "superseded", None), ("b", "active", None)):
+        fact_id = uuid.uuid4()
+        ids.append(fact_id)
+        owner.execute(
+            "INSERT INTO facts (id, project_id, subject_id, predicate, value, status, valid_to, "
+            "valid_from, embedding) VALUES (%s, %s, %s, 'p', %s, %s, %s, %s, %s)",
+            (fact_id, project, subject, json.dumps("v"), status, valid_to,
+             NOW - timedelta(days=30), vec))
+    owner.execute(
+        "INSERT INTO conflict_sets (project_id, subject_id, fact_ids) VALUES (%s, 'a', %s)",
+        (project, ids[:2]))
+    for days_ago in (0, 0, 3, 6, 7, 40):
+        owner.execute(
+            "INSERT INTO events (project_id, subject_id, kind, occurred_at, embedding) "
+            "VALUES (%s, 'a', 'k', %s, %s)", (project, NOW - timedelta(days=days_ago), vec))
+    everything = stats.overview(app, project_id=project)
+    assert everything.active_facts == 2 and everything.open_conflicts == 1
+    week = everything.events_this_week
+    assert len(week) == 7 and week[-1].date == NOW.date()
+    assert [d.count for d in week] == [1, 0, 0, 1, 0, 0, 2]
+    assert everything.recall_count == 0 and everything.recall_p50_ms is None
+    only_b = stats.overview(app, project_id=project, subject_id="b")
+    assert only_b.active_facts == 1 and only_b.open_conflicts == 0
+    assert sum(d.count for d in only_b.events_this_week) == 0
+    assert stats.overview(app, project_id=project + "-nobody").active_facts == 0

@@ -1,0 +1,38 @@
+"""The deployed database handle: IAM auth through RDS Proxy over TLS, a fresh token per
+connection; without IAM the core's URL. (Token signing is local: no AWS call is made.)"""
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from psycopg.conninfo import conninfo_to_dict
+
+from haki.db import Role
+from haki.errors import ConfigurationError
+from haki_aws.database import ProxyEndpoint, iam_conninfo, runtime_database
+
+ENV = {"HAKI_DB_IAM_AUTH": "1", "HAKI_DB_HOST": "proxy.example", "HAKI_DB_PORT": "5432",
+       "HAKI_DB_NAME": "haki", "HAKI_DB_USER": "haki_app"}
+
+
+@pytest.fixture
+def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-3")
+
+
+def test_iam_conninfo_mints_a_signed_token_and_requires_tls(fake_credentials: None) -> None:
+    conninfo = iam_conninfo(ProxyEndpoint.from_env(ENV))
+    params = conninfo_to_dict(conninfo())
+    assert params["host"] == "proxy.example" and params["user"] == "haki_app"
+    assert params["dbname"] == "haki" and params["sslmode"] == "require"
+    token = urlsplit("https://" + params["password"])
+    assert token.hostname == "proxy.example"
+    assert parse_qs(token.query)["Action"] == ["connect"]
+    assert parse_qs(token.query)["DBUser"] == ["haki_app"]
+
+
+def test_iam_auth_without_host_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="HAKI_DB_HOST"):
+        runtime_database(
+            Role.APP, {"HAKI_DB_IAM_AUTH": "1", "HAKI_DB_NAME": "haki", "HAKI_DB_USER": "u"})

@@ -1,0 +1,54 @@
+"""The local API Gateway adapter: route matching from the shared route table and the shape
+of the REST proxy events it builds (no database, handlers stubbed)."""
+
+import json
+from typing import Any
+
+from haki.routes import ROUTES
+from haki_aws.local_server import LocalGateway
+
+
+def _recording_gateway() -> tuple[LocalGateway, list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        seen.append(event)
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"},
+                "multiValueHeaders": {"X-Extra": ["a", "b"]}, "body": "{}"}
+
+    return LocalGateway({r.function: handler for r in ROUTES}), seen
+
+
+def test_path_parameters_query_string_and_body_reach_the_event() -> None:
+    gateway, seen = _recording_gateway()
+    reply = gateway.dispatch(
+        "GET", "/v1/inspect/abc%20d?project_id=p&subject_id=s&subject_id=t",
+        {"Authorization": "Bearer k"}, b"")
+    assert reply.status == 200 and reply.headers["X-Extra"] == "a, b"
+    assert reply.headers["x-amzn-RequestId"]
+    event = seen[0]
+    assert event["resource"] == "/v1/inspect/{trace_id}"
+    assert event["httpMethod"] == "GET"
+    assert event["pathParameters"] == {"trace_id": "abc d"}
+    assert event["queryStringParameters"] == {"project_id": "p", "subject_id": "t"}
+    assert event["multiValueQueryStringParameters"]["subject_id"] == ["s", "t"]
+    assert event["headers"]["Authorization"] == "Bearer k"
+    assert event["body"] is None and event["isBase64Encoded"] is False
+    assert event["requestContext"]["requestId"] == reply.headers["x-amzn-RequestId"]
+
+
+def test_every_route_of_the_table_is_served_and_others_are_404() -> None:
+    gateway, seen = _recording_gateway()
+    for route in ROUTES:
+        path = route.path.replace("{trace_id}", "x")
+        assert gateway.dispatch(route.method, path, {}, b"{}").status == 200
+    assert [e["resource"] for e in seen] == [r.path for r in ROUTES]
+    missing = gateway.dispatch("GET", "/v1/context", {}, b"")
+    assert missing.status == 404
+    assert json.loads(missing.body)["error"]["code"] == "not_found"
+
+
+def test_non_utf8_body_is_passed_base64_encoded() -> None:
+    gateway, seen = _recording_gateway()
+    gateway.dispatch("POST", "/v1/context", {}, b"\xff\xfe")
+    assert seen[0]["isBase64Encoded"] is True and seen[0]["body"] == "//4="

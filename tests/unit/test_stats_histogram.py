@@ -1,0 +1,101 @@
+"""The latency histogram: fixed bounds, merge by element-wise sum, and percentiles that are
+exactly the nearest-rank percentile of the raw latencies rounded up to a bucket bound."""
+
+import bisect
+import itertools
+import math
+import random
+from datetime import UTC, datetime
+
+import pytest
+
+from haki.stats import (
+    HISTOGRAM_SIZE,
+    LATENCY_BOUNDS_MS,
+    CallTotals,
+    build_overview,
+    fold_rollups,
+    histogram,
+    histogram_percentile,
+    latency_bucket,
+    merge_histograms,
+)
+
+
+def _raw_percentile(latencies: list[float], percent: int) -> float:
+    """The reference: nearest-rank percentile over raw values, then its bucket's bound."""
+    ordered = sorted(latencies)
+    value = ordered[math.ceil(len(ordered) * percent / 100) - 1]
+    return float(LATENCY_BOUNDS_MS[min(bisect.bisect_right(LATENCY_BOUNDS_MS, value),
+                                       len(LATENCY_BOUNDS_MS) - 1)])
+
+
+def test_bounds_are_strictly_increasing() -> None:
+    assert all(a < b for a, b in itertools.pairwise(LATENCY_BOUNDS_MS))
+
+
+def test_bucket_edges_are_half_open_like_sql_width_bucket() -> None:
+    assert latency_bucket(0.0) == 0
+    assert latency_bucket(0.999) == 0
+    assert latency_bucket(1.0) == 1  # width_bucket(1, '{1,2,...}') = 1
+    assert latency_bucket(29_999.9) == len(LATENCY_BOUNDS_MS) - 1
+    assert latency_bucket(1e9) == HISTOGRAM_SIZE - 1
+
+
+def test_merge_of_histograms_is_the_histogram_of_the_union() -> None:
+    rng = random.Random(7)
+    parts = [[rng.lognormvariate(3, 1) for _ in range(rng.randint(0, 300))] for _ in range(12)]
+    merged = merge_histograms([histogram(p) for p in parts])
+    assert merged == histogram([x for p in parts for x in p])
+    assert merge_histograms([]) == [0] * HISTOGRAM_SIZE
+
+
+def test_merge_refuses_a_histogram_of_other_bounds() -> None:
+    with pytest.raises(ValueError, match="buckets"):
+        merge_histograms([[1, 2, 3]])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_percentiles_agree_exactly_with_the_raw_computation(seed: int) -> None:
+    rng = random.Random(seed)
+    latencies = [rng.lognormvariate(rng.uniform(1, 5), 0.8) for _ in range(rng.randint(1, 500))]
+    counts = histogram(latencies)
+    for percent in (50, 99):
+        assert histogram_percentile(counts, percent) == _raw_percentile(latencies, percent)
+
+
+def test_percentile_rank_has_no_float_rounding() -> None:
+    # 0.99 * 100 = 99.00000000000001 in floats: a float ceil would pick rank 100.
+    latencies = [1.5] * 99 + [25_000.0]
+    assert histogram_percentile(histogram(latencies), 99) == 2.0
+
+
+def test_empty_histogram_has_no_percentile_and_overflow_reports_the_last_bound() -> None:
+    assert histogram_percentile([0] * HISTOGRAM_SIZE, 50) is None
+    assert histogram_percentile(histogram([90_000.0]), 50) == LATENCY_BOUNDS_MS[-1]
+
+
+def test_overview_rates_are_null_without_calls() -> None:
+    empty = CallTotals(0, 0, 0, [0] * HISTOGRAM_SIZE)
+    overview = build_overview(empty, project_id="p", subject_id=None, active_facts=3,
+                              open_conflicts=0, events_this_week=[])
+    assert overview.recall_count == 0 and overview.context_tokens_served == 0
+    assert overview.injection_rate is None and overview.hit_rate is None
+    assert overview.recall_p50_ms is None and overview.recall_p99_ms is None
+
+
+def test_hit_rate_is_an_alias_of_injection_rate() -> None:
+    totals = CallTotals(4, 1, 100, histogram([3, 4, 5, 6]))
+    overview = build_overview(totals, project_id="p", subject_id="s", active_facts=0,
+                              open_conflicts=0, events_this_week=[])
+    assert overview.injection_rate == overview.hit_rate == 0.25
+
+
+def test_fold_rollups_sums_per_scope_and_hour() -> None:
+    hour = datetime(2025, 1, 1, 10, tzinfo=UTC)
+    rows = [("p", "s", hour, 3, 2, 1, 50), ("p", "s", hour, 7, 1, 0, 20),
+            ("p", "t", hour, 3, 1, 1, 5)]
+    folded = fold_rollups(rows)
+    assert [(r[0], r[1], r[3], r[4], r[5]) for r in folded] == [
+        ("p", "s", 3, 1, 70), ("p", "t", 1, 1, 5)]
+    assert folded[0][6][3] == 2 and folded[0][6][7] == 1 and sum(folded[0][6]) == 3
