@@ -5,6 +5,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 MODELS := build/models
+# The CDK (jsii) prints a banner about Node 20 on every synth; the tests synth offline.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: run test install lint bench clean
 

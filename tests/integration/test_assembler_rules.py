@@ -435,3 +435,29 @@ def test_hostile_queries_never_error(seed: Seeder, ask: Asker, query: str) -> No
     fact = seed.fact("invoice_language", "French", close(1))
     result = ask(query, Q)
     assert served(result) == [fact]
+
+
+def test_text_arm_ranks_at_most_the_cap(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    for i in range(20):
+        seed.fact("invoice_note", f"invoice number {i}", unit_vector(3000 + i))
+    text_only = RetrievalConfig(use_vector_arm=False)
+    assert len(decisions_by_fact(owner_conn, ask("invoice", Q, budget=5000,
+                                                 config=text_only))) == 20
+    capped = RetrievalConfig(use_vector_arm=False, text_rank_cap=5)
+    assert len(decisions_by_fact(owner_conn, ask("invoice", Q, budget=5000,
+                                                 config=capped))) == 5
+
+
+def test_text_arm_always_ranks_facts_holding_every_term(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    for i in range(20):
+        seed.fact("invoice_note", f"invoice number {i}", unit_vector(3000 + i))
+    precise = seed.fact("invoice_language", "French", unit_vector(4000))
+    capped = RetrievalConfig(use_vector_arm=False, text_rank_cap=5)
+    result = ask("invoice language", Q, budget=5000, config=capped)
+    traced = decisions_by_fact(owner_conn, result)
+    assert precise in traced and traced[precise]["rank"] == 1
+    assert len(traced) == 6

@@ -45,6 +45,12 @@ class RetrievalConfig:
     multi_hop_max_per_entity: int = 5
     #: Full-text arm: at most this many distinct query terms are ORed (bounds huge queries).
     max_query_terms: int = 32
+    #: Full-text arm and multi-hop: at most this many matching rows are ranked by ts_rank_cd
+    #: (~7 µs a row), for facts holding all the question's terms and again for facts holding
+    #: any. Exact wherever the terms match fewer facts; past it, the any-term side ranks the
+    #: first matches found — a term that common carries little signal, the all-terms side
+    #: still brings the precise matches, and the vector arm covers the scope regardless.
+    text_rank_cap: int = 500
     stopwords: frozenset[str] = field(default=STOPWORDS)
     #: HNSW search breadth for the vector arm, with pgvector 0.8 iterative scans so that a
     #: scope that is a small slice of the table still yields ``top_k`` in-scope rows.

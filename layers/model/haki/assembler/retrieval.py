@@ -39,6 +39,7 @@ def query_parameters(
         "query_vector": query_vector,
         "stopwords": sorted(config.stopwords),
         "max_terms": config.max_query_terms,
+        "text_rank_cap": config.text_rank_cap,
         "top_k": config.top_k,
         "candidate_limit": config.candidate_limit,
         "episode_top_k": config.episode_top_k,

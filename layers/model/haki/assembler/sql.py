@@ -69,18 +69,23 @@ def _scored_fact_columns(tsquery: str) -> str:
 """
 
 
-#: The question's terms ORed into one tsquery. Parsed by the same 'simple' configuration as
-#: ``websearch_to_tsquery('simple', query)`` (any user text is accepted: quotes, '-', 'or',
-#: SQL, emoji), but ORed rather than ANDed so natural questions match the facts that share
-#: their meaningful terms; stop words are dropped (``ts_rank_cd`` ignores term rarity) and the
-#: longest terms are kept first when a huge query has more than ``max_terms``. Each term is
-#: turned into a tsquery by ``plainto_tsquery`` (never a syntax error) and ORed by the
-#: ``tsquery_or_agg`` aggregate (0004). NULL when no term is left: the arm then returns nothing.
+#: The hybrid score of a row that has ``distance``, ``text_rank`` and ``recency`` columns.
+_SCORE = """(%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
+        + %(w_recency)s * recency)::float8"""
+
+#: The question's terms as two tsqueries: ``q`` ORs them, ``q_all`` ANDs them. Parsed by the
+#: same 'simple' configuration as ``websearch_to_tsquery('simple', query)`` (any user text is
+#: accepted: quotes, '-', 'or', SQL, emoji), but ORed rather than ANDed so natural questions
+#: match the facts that share their meaningful terms; stop words are dropped (``ts_rank_cd``
+#: ignores term rarity) and the longest terms are kept first when a huge query has more than
+#: ``max_terms``. Each term becomes a tsquery by ``plainto_tsquery`` (never a syntax error),
+#: combined by the ``tsquery_or_agg`` / ``tsquery_and_agg`` aggregates (0004). NULL when no
+#: term is left: the arm then returns nothing.
 _TEXT_QUERY = """
 text_query AS (
-    SELECT tsquery_or_agg(plainto_tsquery('simple', term)) AS q
+    SELECT tsquery_or_agg(term_query) AS q, tsquery_and_agg(term_query) AS q_all
     FROM (
-        SELECT term
+        SELECT plainto_tsquery('simple', term) AS term_query
         FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS term
         WHERE char_length(term) > 1 AND NOT (term = ANY (%(stopwords)s))
         ORDER BY char_length(term) DESC, term
@@ -95,6 +100,11 @@ text_query AS (
 #:   + w_rec × exp(-Δt / τ),  Δt = now() - coalesce(valid_from, recorded_from).
 #: Weights come from ``RetrievalConfig``; an ablation sets an arm's switch to false, which the
 #: planner folds into a one-time filter (the arm is not executed).
+#: The full-text arm ranks at most ``text_rank_cap`` facts holding every term (``q_all``, the
+#: best text matches, usually few) plus at most ``text_rank_cap`` holding any term: ``ts_rank_cd``
+#: costs ~7 µs a row (measured), and an ORed common term can match a large share of a big
+#: scope. Below the cap the ranking is exact; past it the any-term side ranks the first matches
+#: found (the vector arm still covers the scope; see RetrievalConfig.text_rank_cap).
 FACT_CANDIDATES = f"""
 WITH {_TEXT_QUERY},
 vector_arm AS MATERIALIZED (
@@ -105,10 +115,21 @@ vector_arm AS MATERIALIZED (
     LIMIT %(top_k)s
 ),
 text_arm AS MATERIALIZED (
-    SELECT f.id
-    FROM facts AS f, text_query AS t
-    WHERE %(use_text_arm)s AND t.q IS NOT NULL AND f.search_vector @@ t.q AND {_FACT_SCOPE}
-    ORDER BY ts_rank_cd(f.search_vector, t.q, 32) DESC, f.id
+    SELECT matched.id
+    FROM (
+        (SELECT f.id, f.search_vector
+         FROM facts AS f, text_query AS t
+         WHERE %(use_text_arm)s AND t.q IS NOT NULL AND f.search_vector @@ t.q_all
+           AND {_FACT_SCOPE}
+         LIMIT %(text_rank_cap)s)
+        UNION
+        (SELECT f.id, f.search_vector
+         FROM facts AS f, text_query AS t
+         WHERE %(use_text_arm)s AND t.q IS NOT NULL AND f.search_vector @@ t.q
+           AND {_FACT_SCOPE}
+         LIMIT %(text_rank_cap)s)
+    ) AS matched, text_query AS t
+    ORDER BY ts_rank_cd(matched.search_vector, t.q, 32) DESC, matched.id
     LIMIT %(top_k)s
 ),
 candidates AS (
@@ -122,9 +143,7 @@ scored AS (
     JOIN facts AS f USING (id)
     CROSS JOIN text_query AS t
 )
-SELECT scored.*,
-       (%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
-        + %(w_recency)s * recency)::float8 AS score
+SELECT scored.*, {_SCORE} AS score
 FROM scored
 ORDER BY score DESC, id
 LIMIT %(candidate_limit)s
@@ -132,25 +151,32 @@ LIMIT %(candidate_limit)s
 
 #: Multi-hop expansion: for each entity (in rank order), up to ``per_entity`` facts of the scope
 #: that mention it, full-text only (no new embedding), skipping facts already considered.
-#: Scored with the same formula so the trace can show where they would have ranked.
+#: The facts are picked by text rank first (a cheap column of at most ``text_rank_cap`` rows),
+#: and only those few are then scored with the same formula, so the trace can show where they
+#: would have ranked.
 MULTI_HOP_CANDIDATES = f"""
-SELECT hop.entity, hop.position, picked.*
-FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS hop(entity, position)
-CROSS JOIN LATERAL (
-    SELECT scored.*,
-           (%(w_similarity)s * (1 - scored.distance) + %(w_text)s * scored.text_rank
-            + %(w_recency)s * scored.recency)::float8 AS score
-    FROM (
-        SELECT {_scored_fact_columns("plainto_tsquery('simple', hop.entity)")}
-        FROM facts AS f
-        WHERE {_FACT_SCOPE}
-          AND f.search_vector @@ plainto_tsquery('simple', hop.entity)
-          AND NOT (f.id = ANY (%(seen_ids)s::uuid[]))
-    ) AS scored
-    ORDER BY scored.text_rank DESC, scored.id
-    LIMIT %(per_entity)s
-) AS picked
-ORDER BY hop.position, picked.text_rank DESC, picked.id
+SELECT hopped.*, {_SCORE} AS score
+FROM (
+    SELECT hop.entity, hop.position,
+           {_scored_fact_columns("plainto_tsquery('simple', hop.entity)")}
+    FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS hop(entity, position)
+    CROSS JOIN LATERAL (
+        SELECT matched.id
+        FROM (
+            SELECT f.id, f.search_vector
+            FROM facts AS f
+            WHERE {_FACT_SCOPE}
+              AND f.search_vector @@ plainto_tsquery('simple', hop.entity)
+              AND NOT (f.id = ANY (%(seen_ids)s::uuid[]))
+            LIMIT %(text_rank_cap)s
+        ) AS matched
+        ORDER BY ts_rank_cd(matched.search_vector, plainto_tsquery('simple', hop.entity), 32)
+                 DESC, matched.id
+        LIMIT %(per_entity)s
+    ) AS picked
+    JOIN facts AS f ON f.id = picked.id
+) AS hopped
+ORDER BY hopped.position, hopped.text_rank DESC, hopped.id
 """
 
 #: Episodes: the nearest events of the same scope (HNSW on events.embedding, or an exact scan
