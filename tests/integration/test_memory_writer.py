@@ -146,3 +146,21 @@ def test_cli_errors_are_json_with_codes(db_urls: dict[Role, str], tmp_path: Path
     assert asked.returncode == 2
     assert json.loads(asked.stderr.strip().splitlines()[-1])["error"]["code"] == \
         "budget_exceeded"
+
+
+def test_cli_resolve(db_urls: dict[Role, str], app_db: Database, embedder: Embedder,
+                     project_id: str) -> None:
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    conflict_id = str(uuid.uuid4())
+    MemoryWriter(app_db, embedder).write(parse_document_text(_doc(
+        project_id,
+        facts=[{"id": a, "predicate": "city", "value": "Lyon"},
+               {"id": b, "predicate": "city", "value": "Nantes"}],
+        conflicts=[{"id": conflict_id, "fact_ids": [a, b]}])))
+    wrong = _cli(["resolve", conflict_id, "--project", project_id, "--keep",
+                  str(uuid.uuid4())], db_urls[Role.APP])
+    assert wrong.returncode == 2 and "validation_error" in wrong.stderr
+    done = _cli(["resolve", conflict_id, "--project", project_id, "--keep", a],
+                db_urls[Role.APP])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"conflict_id": conflict_id, "kept": a, "superseded": [b]}

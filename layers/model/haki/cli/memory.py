@@ -1,4 +1,5 @@
-"""``haki load`` and ``haki context``: write memory, ask for context, from the shell.
+"""``haki load``, ``haki resolve`` and ``haki context``: write memory, settle conflicts, ask
+for context, from the shell.
 
 Both act as the runtime role (row-level security applies); ``context`` prints exactly the body
 ``POST /v1/context`` returns.
@@ -8,6 +9,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from uuid import UUID
 
 from haki.assembler import assemble
 from haki.assembler.render import render_packet
@@ -15,6 +17,7 @@ from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
 from haki.errors import BudgetExceeded
 from haki.memory import MemoryWriter, parse_document
+from haki.memory.writer import resolve_conflict
 from haki.models import parse_context_request
 from haki.settings import get_settings
 
@@ -24,6 +27,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "load", help="load a memory document (JSON, or JSON Lines with a 'type' per record)")
     load.add_argument("file", type=Path)
     load.set_defaults(run=_load)
+
+    resolve = subparsers.add_parser(
+        "resolve", help="resolve an open conflict set: keep one fact, supersede the others")
+    resolve.add_argument("conflict_id", type=UUID)
+    resolve.add_argument("--project", required=True)
+    resolve.add_argument("--keep", required=True, type=UUID, help="the fact that stays active")
+    resolve.set_defaults(run=_resolve)
 
     context = subparsers.add_parser("context", help="assemble a context packet for a query")
     context.add_argument("query")
@@ -51,6 +61,15 @@ def _load(args: argparse.Namespace) -> int:
         "conflicts_opened": summary.conflicts_opened,
         "conflicts_resolved": summary.conflicts_resolved,
     }))
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    db = Database(database_url(get_settings(), Role.APP))
+    with db.transaction(args.project) as conn:
+        updated = resolve_conflict(conn, args.project, args.conflict_id, args.keep)
+    print(json.dumps({"conflict_id": str(args.conflict_id), "kept": str(args.keep),
+                      "superseded": [str(i) for i in updated if i != args.keep]}))
     return 0
 
 

@@ -68,7 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
     owner = Database(database_url(settings, Role.OWNER))
     app = Database(database_url(settings, Role.APP))
     applied = apply_migrations(database_url(settings, Role.OWNER))
-    print(f"database ready ({len(applied)} migration(s) applied)", flush=True)
+    print("database ready: " + (f"applied {', '.join(applied)}" if applied
+                                else "schema up to date"), flush=True)
     if not args.no_demo:
         summary = load_demo(owner, get_embedder(settings))
         print("demo data: " + (f"loaded {summary}" if summary else "already loaded"), flush=True)
