@@ -11,6 +11,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 .PHONY: run test install lint bench clean
 
 include layers/model/recipe/recipe.mk
+include benchmarks/bench.mk
 
 run: install model
 	$(PY) -m haki.cli serve

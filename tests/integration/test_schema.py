@@ -2,6 +2,7 @@
 retrieval queries rely on."""
 
 import json
+import time
 
 import numpy as np
 import psycopg
@@ -86,3 +87,60 @@ def test_explain_uses_hnsw_and_gin(db_urls: dict[Role, str], project_id: str) ->
                 "to_tsquery('simple', 'word17')"))
     assert "facts_embedding_hnsw" in vec_plan
     assert "facts_search_vector_gin" in fts_plan
+
+
+def _index_scans(conn: psycopg.Connection, index: str) -> int:
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = %s", (index,)).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_runtime_role_reaches_both_indexes(db_urls: dict[Role, str], project_id: str) -> None:
+    """Under row-level security the GIN index cannot serve a leaky ``@@`` for haki_app, which
+    is why the full-text arm goes through ``haki_text_search`` (0008): a real context call as
+    the runtime role must scan the GIN index (cumulative index statistics). HNSW ordering is
+    not a filter, so RLS leaves it usable: EXPLAIN as haki_app shows it."""
+    from haki.assembler import RetrievalConfig, assemble
+    from haki.db import Database
+    from haki.models import ContextRequest
+    from haki.settings import Settings
+
+    with connect(db_urls[Role.OWNER]) as owner:
+        rng = np.random.default_rng(11)
+        vectors = rng.standard_normal((3000, 384)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        with owner.transaction(), owner.cursor().copy(
+            "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
+        ) as copy:
+            for i, v in enumerate(vectors):
+                copy.write_row((project_id, "big", f"word{i}", json.dumps(f"v{i}"), v))
+        owner.execute("ANALYZE facts")
+        with owner.transaction():
+            owner.execute("SET LOCAL enable_seqscan = off")
+            leaky = "\n".join(r[0] for r in owner.execute(
+                "EXPLAIN SELECT id FROM facts WHERE search_vector @@ to_tsquery('simple', 'x')"))
+        assert "facts_search_vector_gin" in leaky  # the owner may use it...
+        before = {i: _index_scans(owner, i) for i in ("facts_search_vector_gin",)}
+        db = Database(db_urls[Role.APP])
+        result = assemble(
+            ContextRequest(project_id=project_id, subject_id="big", query="word17 please",
+                           purpose="t"),
+            db=db, embedder=None, settings=Settings(), config=RetrievalConfig(),
+            query_embedding=vectors[0])
+        with db.transaction(project_id) as conn:
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_indexscan = on")
+            vector_plan = "\n".join(r[0] for r in conn.execute(
+                "EXPLAIN SELECT id FROM facts WHERE project_id = %s AND subject_id = 'big' "
+                "ORDER BY embedding <=> %s LIMIT 64", (project_id, vectors[0])))
+        db.close()
+        assert "facts_embedding_hnsw" in vector_plan
+        assert result.candidates > 0
+        for _ in range(50):  # index statistics reach the shared view within a second or so
+            after = {i: _index_scans(owner, i) for i in before}
+            if all(after[i] > before[i] for i in before):
+                break
+            time.sleep(0.1)
+        assert all(after[i] > before[i] for i in before), (before, after)

@@ -100,11 +100,14 @@ text_query AS (
 #:   + w_rec × exp(-Δt / τ),  Δt = now() - coalesce(valid_from, recorded_from).
 #: Weights come from ``RetrievalConfig``; an ablation sets an arm's switch to false, which the
 #: planner folds into a one-time filter (the arm is not executed).
-#: The full-text arm ranks at most ``text_rank_cap`` facts holding every term (``q_all``, the
-#: best text matches, usually few) plus at most ``text_rank_cap`` holding any term: ``ts_rank_cd``
-#: costs ~7 µs a row (measured), and an ORed common term can match a large share of a big
-#: scope. Below the cap the ranking is exact; past it the any-term side ranks the first matches
-#: found (the vector arm still covers the scope; see RetrievalConfig.text_rank_cap).
+#: The full-text arm is ``haki_text_search`` (migration 0008): under row-level security the
+#: GIN index cannot serve the leaky ``@@`` operator for the runtime role, so the function runs
+#: as the owner and applies the tenant boundary itself. It ranks at most ``text_rank_cap``
+#: facts holding every term (``q_all``, the best text matches, usually few) plus at most
+#: ``text_rank_cap`` holding any term: ``ts_rank_cd`` costs ~7 µs a row (measured), and an
+#: ORed common term can match a large share of a big scope. Below the cap the ranking is exact;
+#: past it the any-term side ranks the first matches found (the vector arm still covers the
+#: scope; see RetrievalConfig.text_rank_cap).
 FACT_CANDIDATES = f"""
 WITH {_TEXT_QUERY},
 vector_arm AS MATERIALIZED (
@@ -115,22 +118,11 @@ vector_arm AS MATERIALIZED (
     LIMIT %(top_k)s
 ),
 text_arm AS MATERIALIZED (
-    SELECT matched.id
-    FROM (
-        (SELECT f.id, f.search_vector
-         FROM facts AS f, text_query AS t
-         WHERE %(use_text_arm)s AND t.q IS NOT NULL AND f.search_vector @@ t.q_all
-           AND {_FACT_SCOPE}
-         LIMIT %(text_rank_cap)s)
-        UNION
-        (SELECT f.id, f.search_vector
-         FROM facts AS f, text_query AS t
-         WHERE %(use_text_arm)s AND t.q IS NOT NULL AND f.search_vector @@ t.q
-           AND {_FACT_SCOPE}
-         LIMIT %(text_rank_cap)s)
-    ) AS matched, text_query AS t
-    ORDER BY ts_rank_cd(matched.search_vector, t.q, 32) DESC, matched.id
-    LIMIT %(top_k)s
+    SELECT hits.id
+    FROM text_query AS t,
+         haki_text_search(%(subject_id)s, t.q, t.q_all, '{{}}'::uuid[], %(text_rank_cap)s,
+                          %(top_k)s) AS hits
+    WHERE %(use_text_arm)s AND t.q IS NOT NULL
 ),
 candidates AS (
     SELECT id FROM vector_arm
@@ -151,29 +143,19 @@ LIMIT %(candidate_limit)s
 
 #: Multi-hop expansion: for each entity (in rank order), up to ``per_entity`` facts of the scope
 #: that mention it, full-text only (no new embedding), skipping facts already considered.
-#: The facts are picked by text rank first (a cheap column of at most ``text_rank_cap`` rows),
-#: and only those few are then scored with the same formula, so the trace can show where they
-#: would have ranked.
+#: The facts are picked by text rank first (``haki_text_search``, the full-text arm's own
+#: function), and only those few are then scored with the same formula, so the trace can show
+#: where they would have ranked.
 MULTI_HOP_CANDIDATES = f"""
 SELECT hopped.*, {_SCORE} AS score
 FROM (
     SELECT hop.entity, hop.position,
            {_scored_fact_columns("plainto_tsquery('simple', hop.entity)")}
     FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS hop(entity, position)
-    CROSS JOIN LATERAL (
-        SELECT matched.id
-        FROM (
-            SELECT f.id, f.search_vector
-            FROM facts AS f
-            WHERE {_FACT_SCOPE}
-              AND f.search_vector @@ plainto_tsquery('simple', hop.entity)
-              AND NOT (f.id = ANY (%(seen_ids)s::uuid[]))
-            LIMIT %(text_rank_cap)s
-        ) AS matched
-        ORDER BY ts_rank_cd(matched.search_vector, plainto_tsquery('simple', hop.entity), 32)
-                 DESC, matched.id
-        LIMIT %(per_entity)s
-    ) AS picked
+    CROSS JOIN LATERAL haki_text_search(
+        %(subject_id)s, plainto_tsquery('simple', hop.entity),
+        plainto_tsquery('simple', hop.entity), %(seen_ids)s::uuid[], %(text_rank_cap)s,
+        %(per_entity)s) AS picked
     JOIN facts AS f ON f.id = picked.id
 ) AS hopped
 ORDER BY hopped.position, hopped.text_rank DESC, hopped.id
