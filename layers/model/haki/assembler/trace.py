@@ -1,6 +1,6 @@
 """The decision trace: written with the packet in one statement, read back by inspect."""
 
-from typing import Any
+import json
 from uuid import UUID
 
 import psycopg
@@ -13,9 +13,11 @@ from haki.errors import TraceNotFound
 from haki.models import ContextRequest, ContextResponse, InspectResponse, TraceDecision
 
 #: The call row and every decision row in ONE statement: a data-modifying CTE inserts the call,
-#: and the outer INSERT writes all decisions from parallel arrays (unnest), so a packet is never
-#: stored without its trace and the write costs one round trip however many candidates there
-#: were.
+#: and the outer INSERT writes all decisions from one JSON array (``jsonb_to_recordset``), so a
+#: packet is never stored without its trace and the write costs one round trip however many
+#: candidates there were. JSON rather than one array per column: psycopg adapts Python lists
+#: element by element, and twelve arrays of ~130 values cost more to send than one
+#: ``json.dumps`` (measured 3.9 vs 2.4 ms per call).
 INSERT_CALL_AND_TRACE = """
 WITH call AS (
     INSERT INTO context_calls (
@@ -36,12 +38,9 @@ SELECT call.trace_id, d.ordinal, call.project_id, call.subject_id, d.fact_id, d.
        d.action, d.reason_code, d.rank, d.score, d.similarity, d.text_rank, d.recency,
        d.tokens, d.unconfirmed
 FROM call
-CROSS JOIN unnest(
-    %(ordinals)s::int[], %(fact_ids)s::uuid[], %(event_ids)s::uuid[], %(actions)s::text[],
-    %(reason_codes)s::text[], %(ranks)s::int[], %(scores)s::real[], %(similarities)s::real[],
-    %(text_ranks)s::real[], %(recencies)s::real[], %(tokens)s::int[], %(unconfirmed)s::bool[]
-) AS d(ordinal, fact_id, event_id, action, reason_code, rank, score, similarity, text_rank,
-       recency, tokens, unconfirmed)
+CROSS JOIN jsonb_to_recordset(%(decisions)s) AS d(
+    ordinal int, fact_id uuid, event_id uuid, action text, reason_code text, rank int,
+    score real, similarity real, text_rank real, recency real, tokens int, unconfirmed bool)
 """
 
 SELECT_CALL = """
@@ -65,20 +64,10 @@ def write_trace(
     decisions: list[Decision], *, timings_ms: dict[str, float],
 ) -> None:
     packet = response.packet
-    columns: dict[str, list[Any]] = {
-        "ordinals": list(range(len(decisions))),
-        "fact_ids": [d.fact_id for d in decisions],
-        "event_ids": [d.event_id for d in decisions],
-        "actions": [d.action for d in decisions],
-        "reason_codes": [d.reason_code for d in decisions],
-        "ranks": [d.rank for d in decisions],
-        "scores": [d.score for d in decisions],
-        "similarities": [d.similarity for d in decisions],
-        "text_ranks": [d.text_rank for d in decisions],
-        "recencies": [d.recency for d in decisions],
-        "tokens": [d.tokens for d in decisions],
-        "unconfirmed": [d.unconfirmed for d in decisions],
-    }
+    decision_rows = [
+        {"ordinal": ordinal, **{name: getattr(d, name) for name in Decision.__slots__}}
+        for ordinal, d in enumerate(decisions)
+    ]
     conn.execute(INSERT_CALL_AND_TRACE, {
         "trace_id": response.trace_id,
         "project_id": request.project_id,
@@ -96,8 +85,13 @@ def write_trace(
         "embed_ms": timings_ms["embed"],
         "retrieval_ms": timings_ms["retrieval"],
         "latency_ms": timings_ms["total"],
-        **columns,
+        "decisions": Jsonb(decision_rows, dumps=_dumps),
     })
+
+
+def _dumps(value: object) -> str:
+    """JSON with UUIDs as strings (the decision rows' ids)."""
+    return json.dumps(value, default=str)
 
 
 def load_trace(
