@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from haki.assembler import sql
 from haki.assembler.config import DEFAULT_CONFIG, RetrievalConfig
 from haki.assembler.entities import extract_entities
 from haki.assembler.packing import Packer
@@ -47,11 +48,14 @@ def assemble(
     settings: Settings,
     config: RetrievalConfig = DEFAULT_CONFIG,
     query_embedding: np.ndarray | None = None,
+    fact_candidates_sql: str = sql.FACT_CANDIDATES,
 ) -> Assembly:
     """Answer one context request (SPEC §4) and persist its trace in the same transaction.
 
     ``query_embedding`` skips the embedder (benchmarks with synthetic vectors); otherwise
-    ``embedder`` embeds the query.
+    ``embedder`` embeds the query. ``fact_candidates_sql`` is the statement that yields the
+    scored fact candidates: the two-phase one, or the naive full scan the benchmarks compare
+    it with (same parameters, same columns); every other step is this function's.
     """
     started = time.perf_counter()
     if query_embedding is None:
@@ -70,7 +74,7 @@ def assemble(
     statements = _SCOPE_AND_TRACE_STATEMENTS
     round_trips = _BEGIN_AND_COMMIT_ROUND_TRIPS
     with db.transaction(request.project_id, pipeline=True) as conn:
-        retrieved = retrieve(conn, params)
+        retrieved = retrieve(conn, params, fact_candidates_sql)
         statements += retrieved.statements
         round_trips += retrieved.round_trips
         packer.add_ranked_facts(retrieved.facts)

@@ -58,11 +58,14 @@ def query_parameters(
     }
 
 
-def retrieve(conn: psycopg.Connection, params: dict[str, Any]) -> Retrieved:
-    """Phase 1 + phase 2 for facts and the nearest episodes, in one pipelined round trip."""
+def retrieve(
+    conn: psycopg.Connection, params: dict[str, Any], fact_candidates_sql: str
+) -> Retrieved:
+    """Fact candidates (``fact_candidates_sql``: phase 1 + phase 2) and the nearest episodes,
+    in one pipelined round trip."""
     with conn.pipeline():
         conn.execute(sql.PLANNER_SETTINGS, params)
-        facts = conn.cursor(row_factory=dict_row).execute(sql.FACT_CANDIDATES, params)
+        facts = conn.cursor(row_factory=dict_row).execute(fact_candidates_sql, params)
         episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
     return Retrieved(
         facts=[FactCandidate.from_row(r) for r in facts.fetchall()],

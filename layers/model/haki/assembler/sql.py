@@ -27,7 +27,7 @@ SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
 
 #: The hard filters every fact arm applies before any score (SPEC §4.1), minus the two that
 #: must be traced when they bite: open conflicts (``blocked``) and volatility (``excluded``).
-_FACT_SCOPE = """
+FACT_SCOPE = """
     f.project_id = %(project_id)s
     AND f.subject_id = %(subject_id)s
     AND f.status = 'active'
@@ -35,7 +35,16 @@ _FACT_SCOPE = """
 """
 
 
-def _scored_fact_columns(tsquery: str) -> str:
+def score_components(tsquery: str) -> str:
+    """The three terms of the hybrid score of fact ``f``, text rank against ``tsquery``."""
+    return f"""
+    (f.embedding <=> %(query_vector)s)::float8 AS distance,
+    coalesce(ts_rank_cd(f.search_vector, {tsquery}, 32), 0)::float8 AS text_rank,
+    exp(-greatest(extract(epoch FROM now() - coalesce(f.valid_from, f.recorded_from)), 0)
+        / %(recency_tau_seconds)s)::float8 AS recency"""
+
+
+def scored_fact_columns(tsquery: str) -> str:
     """Columns of a scored fact, text rank against ``tsquery`` (an SQL expression).
 
     Only what the packet, the trace and the rules need — never the 384-d embedding itself
@@ -49,10 +58,7 @@ def _scored_fact_columns(tsquery: str) -> str:
     f.valid_from,
     f.source_event_ids,
     f.volatility,
-    (f.embedding <=> %(query_vector)s)::float8 AS distance,
-    coalesce(ts_rank_cd(f.search_vector, {tsquery}, 32), 0)::float8 AS text_rank,
-    exp(-greatest(extract(epoch FROM now() - coalesce(f.valid_from, f.recorded_from)), 0)
-        / %(recency_tau_seconds)s)::float8 AS recency,
+    {score_components(tsquery)},
     EXISTS (
         SELECT 1 FROM conflict_sets AS c
         WHERE c.project_id = f.project_id AND c.subject_id = f.subject_id
@@ -70,7 +76,7 @@ def _scored_fact_columns(tsquery: str) -> str:
 
 
 #: The hybrid score of a row that has ``distance``, ``text_rank`` and ``recency`` columns.
-_SCORE = """(%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
+SCORE = """(%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
         + %(w_recency)s * recency)::float8"""
 
 #: The question's terms as two tsqueries: ``q`` ORs them, ``q_all`` ANDs them. Parsed by the
@@ -81,7 +87,7 @@ _SCORE = """(%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
 #: ``max_terms``. Each term becomes a tsquery by ``plainto_tsquery`` (never a syntax error),
 #: combined by the ``tsquery_or_agg`` / ``tsquery_and_agg`` aggregates (0004). NULL when no
 #: term is left: the arm then returns nothing.
-_TEXT_QUERY = """
+TEXT_QUERY_CTE = """
 text_query AS (
     SELECT tsquery_or_agg(term_query) AS q, tsquery_and_agg(term_query) AS q_all
     FROM (
@@ -109,11 +115,11 @@ text_query AS (
 #: past it the any-term side ranks the first matches found (the vector arm still covers the
 #: scope; see RetrievalConfig.text_rank_cap).
 FACT_CANDIDATES = f"""
-WITH {_TEXT_QUERY},
+WITH {TEXT_QUERY_CTE},
 vector_arm AS MATERIALIZED (
     SELECT f.id, f.embedding <=> %(query_vector)s AS distance
     FROM facts AS f
-    WHERE %(use_vector_arm)s AND {_FACT_SCOPE}
+    WHERE %(use_vector_arm)s AND {FACT_SCOPE}
     ORDER BY f.embedding <=> %(query_vector)s
     LIMIT %(top_k)s
 ),
@@ -130,12 +136,12 @@ candidates AS (
     SELECT id FROM text_arm
 ),
 scored AS (
-    SELECT {_scored_fact_columns("t.q")}
+    SELECT {scored_fact_columns("t.q")}
     FROM candidates
     JOIN facts AS f USING (id)
     CROSS JOIN text_query AS t
 )
-SELECT scored.*, {_SCORE} AS score
+SELECT scored.*, {SCORE} AS score
 FROM scored
 ORDER BY score DESC, id
 LIMIT %(candidate_limit)s
@@ -147,10 +153,10 @@ LIMIT %(candidate_limit)s
 #: function), and only those few are then scored with the same formula, so the trace can show
 #: where they would have ranked.
 MULTI_HOP_CANDIDATES = f"""
-SELECT hopped.*, {_SCORE} AS score
+SELECT hopped.*, {SCORE} AS score
 FROM (
     SELECT hop.entity, hop.position,
-           {_scored_fact_columns("plainto_tsquery('simple', hop.entity)")}
+           {scored_fact_columns("plainto_tsquery('simple', hop.entity)")}
     FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS hop(entity, position)
     CROSS JOIN LATERAL haki_text_search(
         %(subject_id)s, plainto_tsquery('simple', hop.entity),
