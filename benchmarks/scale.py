@@ -139,18 +139,22 @@ def run_plan(
     reuse: bool, out_dir: Path | None, config: RetrievalConfig = DEFAULT_CONFIG,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Every scenario of ``plan``; the results (and, with ``out_dir``, the files)."""
+    """Every scenario of ``plan``; the results (and, with ``out_dir``, the files, rewritten
+    after each scenario so that an interrupted run keeps what it measured)."""
     started = time.perf_counter()
     now = datetime.now(UTC)
-    scenarios = [
-        run_scenario(s, plan, superuser_url=superuser_url, settings=settings, config=config,
-                     embedder=embedder, reuse=reuse, now=now, progress=progress)
-        for s in plan.scenarios
-    ]
-    results = summarize_run(plan, scenarios, superuser_url=superuser_url, embedder=embedder,
-                            config=config, wall_s=time.perf_counter() - started)
-    if out_dir is not None:
-        write_results(results, out_dir)
+    scenarios: list[dict[str, Any]] = []
+    results: dict[str, Any] = {}
+    for scenario in plan.scenarios:
+        scenarios.append(run_scenario(
+            scenario, plan, superuser_url=superuser_url, settings=settings, config=config,
+            embedder=embedder, reuse=reuse, now=now, progress=progress))
+        results = summarize_run(plan, scenarios, superuser_url=superuser_url,
+                                embedder=embedder, config=config,
+                                wall_s=time.perf_counter() - started)
+        results["complete"] = len(scenarios) == len(plan.scenarios)
+        if out_dir is not None:
+            write_results(results, out_dir)
     return results
 
 

@@ -139,6 +139,8 @@ SUBJECTS: list[Subject] = [
             ("Why did she upgrade her plan and when?", ["plan", "ev_upgrade"]),
             ("Does she own a car?", []),
             ("Quelle est sa pointure de chaussures ?", []),
+            ("Est-elle joignable par téléphone en journée ?", ["channel"]),
+            ("Which bank does the direct debit come from?", ["payment"]),
         ],
     ),
     Subject(
@@ -220,6 +222,8 @@ SUBJECTS: list[Subject] = [
             ("What happened with the ferry data charges?", ["ev_bill"]),
             ("Has he ever complained about a technician visit?", []),
             ("Quel est son numéro de passeport ?", []),
+            ("Is his wife allowed to make changes on the account?", ["wife"]),
+            ("Comment a-t-il réagi à la hausse de sa facture ?", ["ev_bill"]),
         ],
     ),
     Subject(
@@ -300,6 +304,8 @@ SUBJECTS: list[Subject] = [
             ("Is she a personal or a business customer?", ["vat", "business"]),
             ("Quelle est sa couleur préférée ?", []),
             ("Has she ordered a TV package?", []),
+            ("Quel débit a son abonnement professionnel ?", ["plan"]),
+            ("Does she have pets?", ["pets"]),
         ],
     ),
     Subject(
@@ -373,6 +379,8 @@ SUBJECTS: list[Subject] = [
             ("Can I call the owner at 5:30 in the morning?", ["paul"]),
             ("Ont-ils une assurance incendie chez nous ?", []),
             ("How many employees does the bakery have?", []),
+            ("Where is our account manager based?", ["manager"]),
+            ("Le client a-t-il menacé de partir ?", ["ev_nego"]),
         ],
     ),
     Subject(
@@ -442,6 +450,8 @@ SUBJECTS: list[Subject] = [
             ("Is he vegetarian or vegan?", ["diet"]),
             ("Does he have a gym membership?", []),
             ("Quelle voiture conduit-il ?", []),
+            ("How old are the children?", ["kids"]),
+            ("Quel transporteur livre ses repas ?", ["slot"]),
         ],
     ),
     Subject(
@@ -511,6 +521,8 @@ SUBJECTS: list[Subject] = [
             ("Quand a-t-elle signalé le colis perdu ?", ["ev_lost"]),
             ("Does she have children?", []),
             ("Quel est son salaire ?", []),
+            ("What shoe size does she take?", ["size"]),
+            ("Qui est Élodie ?", ["elodie"]),
         ],
     ),
     Subject(
@@ -583,6 +595,8 @@ SUBJECTS: list[Subject] = [
             ("Quel est le montant de la facture contestée ?", ["dispute"]),
             ("Do they use our mobile app?", []),
             ("Who is their auditor?", []),
+            ("How long is the framework agreement?", ["contract"]),
+            ("Qui est Priya Nair ?", ["buyer"]),
         ],
     ),
     Subject(
@@ -649,6 +663,8 @@ SUBJECTS: list[Subject] = [
             ("Faut-il lui envoyer des PDF ?", ["screen"]),
             ("Le client a-t-il un animal de compagnie ?", []),
             ("What is his favourite football team?", []),
+            ("Se déplace-t-il en fauteuil roulant ?", ["access"]),
+            ("Who is Mehdi?", ["son", "mehdi"]),
         ],
     ),
 ]
