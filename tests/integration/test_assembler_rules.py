@@ -12,9 +12,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import Assembly, RetrievalConfig
+from haki.assembler import Assembly, RetrievalConfig, sql
+from haki.assembler.retrieval import query_parameters
+from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
-from haki.models import parse_context_request
+from haki.models import ContextRequest, parse_context_request
 from haki.settings import Settings
 from haki.text import estimate_tokens, fact_text
 from tests.integration.conftest import NOW, Asker, Seeder, blend, trace_rows, unit_vector
@@ -461,3 +463,27 @@ def test_text_arm_always_ranks_facts_holding_every_term(
     traced = decisions_by_fact(owner_conn, result)
     assert precise in traced and traced[precise]["rank"] == 1
     assert len(traced) == 6
+
+
+def test_hnsw_breadth_follows_the_estimated_scope_size(
+    seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str
+) -> None:
+    for i in range(300):
+        seed.fact("note", f"entry {i}", close(i, 0.5))
+    owner_conn.execute("ANALYZE facts")
+    small = RetrievalConfig(large_scope_rows=100_000)
+    large = RetrievalConfig(large_scope_rows=100)
+    for config, expected in ((small, "100"), (large, "1000")):
+        params = query_parameters(
+            ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
+            Settings(), config)
+        with app_db.transaction(project_id) as conn:
+            conn.execute(sql.PLANNER_SETTINGS, params)
+            assert conn.execute("SHOW hnsw.ef_search").fetchone() == (expected,)
+    with app_db.transaction(project_id) as conn:
+        estimate = conn.execute("SELECT haki_scope_estimate('alice')").fetchone()
+        elsewhere = conn.execute("SELECT haki_scope_estimate('nobody')").fetchone()
+    assert estimate is not None and 150 <= estimate[0] <= 600
+    assert elsewhere is not None and elsewhere[0] < 50
+    with app_db.transaction() as conn:  # no project: nothing to estimate
+        assert conn.execute("SELECT haki_scope_estimate('alice')").fetchone() == (0,)

@@ -54,6 +54,8 @@ def query_parameters(
         "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes,
         "ef_search": str(config.hnsw_ef_search),
+        "ef_search_large": str(config.hnsw_ef_search_large),
+        "large_scope_rows": config.large_scope_rows,
         "max_scan_tuples": str(config.hnsw_max_scan_tuples),
     }
 

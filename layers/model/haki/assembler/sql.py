@@ -18,10 +18,15 @@ Indexes relied upon (migrations):
 #: handful of rows out of 64. Iterative scans (pgvector 0.8) keep scanning until ``LIMIT`` rows
 #: pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
 #: ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
+#: The search breadth follows the scope's size as the planner estimates it
+#: (``haki_scope_estimate``, 0009): a very large scope needs a wider search to keep recall.
 #: Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
 PLANNER_SETTINGS = """
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
-       set_config('hnsw.ef_search', %(ef_search)s, true),
+       set_config('hnsw.ef_search',
+                  CASE WHEN haki_scope_estimate(%(subject_id)s) >= %(large_scope_rows)s
+                       THEN %(ef_search_large)s ELSE %(ef_search)s END,
+                  true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
 """
 
