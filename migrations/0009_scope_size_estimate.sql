@@ -1,10 +1,10 @@
 -- The planner's estimate of a scope's size, for the vector arm's HNSW search breadth.
 --
 -- pgvector's hnsw.ef_search trades recall for time. A breadth of 100 finds ≥ 0.95 of the true
--- top 64 in scopes up to a few hundred thousand facts, but only ~0.76 in a scope of 1M, which
--- needs ~1000 (measured, docs/benchmarks.md) — and 1000 would triple the cost of every
--- ordinary call. So the breadth follows the scope's size, read from the statistics the planner
--- already keeps (facts_scope_stats, 0002): EXPLAIN plans without executing, ~0.3 ms.
+-- top 64 in scopes up to ~100k facts, but only ~0.76 in a scope of 1M, which needs ~1000
+-- (measured, docs/benchmarks.md) — and 1000 would triple the cost of every ordinary call. So
+-- the breadth follows the scope's size (haki/assembler/sql.py), read from the statistics the
+-- planner already keeps (facts_scope_stats, 0002): EXPLAIN plans without executing, ~0.3 ms.
 --
 -- SECURITY DEFINER: under row-level security the planner folds the policy's own selectivity
 -- into the estimate, which would hide the scope's real size. The function only ever estimates

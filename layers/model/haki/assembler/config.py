@@ -53,12 +53,14 @@ class RetrievalConfig:
     text_rank_cap: int = 500
     stopwords: frozenset[str] = field(default=STOPWORDS)
     #: HNSW search breadth for the vector arm, with pgvector 0.8 iterative scans so that a
-    #: scope that is a small slice of the table still yields ``top_k`` in-scope rows.
-    hnsw_ef_search: int = 100
-    #: ... and for scopes the planner estimates at ``large_scope_rows`` facts or more, where a
-    #: breadth of 100 finds only ~0.76 of the true top 64 (1M facts; 1000 finds 0.97).
-    hnsw_ef_search_large: int = 1000
-    large_scope_rows: int = 200_000
+    #: scope that is a small slice of the table still yields ``top_k`` in-scope rows. The
+    #: breadth is the planner's estimate of the scope's size / ``hnsw_rows_per_ef``, clamped to
+    #: [min, max]: measured on synthetic clustered vectors (docs/benchmarks.md), 100 keeps the
+    #: true top 64 at ≥ 0.97 up to 100k facts, a subject holding 5% of 1M facts needs ~500
+    #: (0.956) and 1M facts in one scope 1000 (0.97; 100 gives 0.76).
+    hnsw_ef_search_min: int = 100
+    hnsw_ef_search_max: int = 1000
+    hnsw_rows_per_ef: int = 100
     hnsw_max_scan_tuples: int = 20_000
     #: Ablation switches (all on in production).
     use_vector_arm: bool = True

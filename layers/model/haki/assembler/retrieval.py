@@ -53,9 +53,9 @@ def query_parameters(
         "use_vector_arm": config.use_vector_arm,
         "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes,
-        "ef_search": str(config.hnsw_ef_search),
-        "ef_search_large": str(config.hnsw_ef_search_large),
-        "large_scope_rows": config.large_scope_rows,
+        "ef_search_min": config.hnsw_ef_search_min,
+        "ef_search_max": config.hnsw_ef_search_max,
+        "rows_per_ef": config.hnsw_rows_per_ef,
         "max_scan_tuples": str(config.hnsw_max_scan_tuples),
     }
 

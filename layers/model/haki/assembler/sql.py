@@ -19,13 +19,15 @@ Indexes relied upon (migrations):
 #: pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
 #: ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
 #: The search breadth follows the scope's size as the planner estimates it
-#: (``haki_scope_estimate``, 0009): a very large scope needs a wider search to keep recall.
+#: (``haki_scope_estimate``, 0009): one unit per ``hnsw_rows_per_ef`` facts, between
+#: ``hnsw_ef_search_min`` and pgvector's maximum — a large scope needs a wider search to keep
+#: recall, a small one would only pay for it.
 #: Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
 PLANNER_SETTINGS = """
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search',
-                  CASE WHEN haki_scope_estimate(%(subject_id)s) >= %(large_scope_rows)s
-                       THEN %(ef_search_large)s ELSE %(ef_search)s END,
+                  least(%(ef_search_max)s, greatest(%(ef_search_min)s,
+                        haki_scope_estimate(%(subject_id)s) / %(rows_per_ef)s))::text,
                   true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
 """
