@@ -54,13 +54,13 @@ class RetrievalConfig:
     stopwords: frozenset[str] = field(default=STOPWORDS)
     #: HNSW search breadth for the vector arm, with pgvector 0.8 iterative scans so that a
     #: scope that is a small slice of the table still yields ``top_k`` in-scope rows. The
-    #: breadth is the planner's estimate of the scope's size / ``hnsw_rows_per_ef``, clamped to
-    #: [min, max]: measured on synthetic clustered vectors (docs/benchmarks.md), 100 keeps the
-    #: true top 64 at ≥ 0.97 up to 100k facts, a subject holding 5% of 1M facts needs ~500
-    #: (0.956) and 1M facts in one scope 1000 (0.97; 100 gives 0.76).
+    #: breadth is the table's row count / ``hnsw_rows_per_ef``, clamped to [min, max]: measured
+    #: on synthetic clustered vectors (docs/benchmarks.md), 100 keeps the true top 64 at
+    #: ≥ 0.97 in tables up to 100k facts; in a 1M-fact table a scope of all of it needs ~1000
+    #: (0.97; 100 gives 0.76) and a subject holding 5% of it ~500 or more (1000: 0.96).
     hnsw_ef_search_min: int = 100
     hnsw_ef_search_max: int = 1000
-    hnsw_rows_per_ef: int = 100
+    hnsw_rows_per_ef: int = 1000
     hnsw_max_scan_tuples: int = 20_000
     #: Ablation switches (all on in production).
     use_vector_arm: bool = True

@@ -18,16 +18,17 @@ Indexes relied upon (migrations):
 #: handful of rows out of 64. Iterative scans (pgvector 0.8) keep scanning until ``LIMIT`` rows
 #: pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
 #: ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
-#: The search breadth follows the scope's size as the planner estimates it
-#: (``haki_scope_estimate``, 0009): one unit per ``hnsw_rows_per_ef`` facts, between
-#: ``hnsw_ef_search_min`` and pgvector's maximum — a large scope needs a wider search to keep
-#: recall, a small one would only pay for it.
+#: The search breadth follows the size of the graph, i.e. of the table (``pg_class.reltuples``,
+#: kept by ANALYZE/VACUUM): one unit per ``hnsw_rows_per_ef`` facts, between
+#: ``hnsw_ef_search_min`` and pgvector's maximum. A larger graph needs a wider search to keep
+#: recall — for a scope of the whole table as for a slice of it — a small one would only pay.
 #: Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
 PLANNER_SETTINGS = """
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search',
                   least(%(ef_search_max)s, greatest(%(ef_search_min)s,
-                        haki_scope_estimate(%(subject_id)s) / %(rows_per_ef)s))::text,
+                        (SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass)
+                        / %(rows_per_ef)s))::int::text,
                   true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
 """
