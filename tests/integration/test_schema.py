@@ -64,19 +64,26 @@ def test_enum_like_columns_are_checked(
             "VALUES (%s, 's', 'p', '1', %s, %s)", (project_id, _vec(2), bad))
 
 
+def _bulk_facts(conn: psycopg.Connection, project_id: str, subjects: int,
+                seed: int) -> np.ndarray:
+    """3,000 facts ``word<i>`` with random unit vectors over ``subjects`` subjects, analyzed."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((3000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    with conn.transaction(), conn.cursor().copy(
+        "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
+    ) as copy:
+        for i, v in enumerate(vectors):
+            copy.write_row((project_id, f"s{i % subjects}", f"word{i}", json.dumps(f"v{i}"), v))
+    conn.execute("ANALYZE facts")
+    return vectors
+
+
 def test_explain_uses_hnsw_and_gin(db_urls: dict[Role, str], project_id: str) -> None:
     """With enough rows the planner picks the HNSW index for ORDER BY <=> LIMIT and the GIN
     index for @@ — the two phase-1 arms."""
     with connect(db_urls[Role.OWNER]) as conn:
-        rng = np.random.default_rng(7)
-        vectors = rng.standard_normal((3000, 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        with conn.transaction(), conn.cursor().copy(
-            "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
-        ) as copy:
-            for i, v in enumerate(vectors):
-                copy.write_row((project_id, f"s{i % 50}", f"word{i}", json.dumps(f"v{i}"), v))
-        conn.execute("ANALYZE facts")
+        vectors = _bulk_facts(conn, project_id, subjects=50, seed=7)
         with conn.transaction():
             conn.execute("SET LOCAL enable_seqscan = off")
             vec_plan = "\n".join(r[0] for r in conn.execute(
@@ -108,15 +115,7 @@ def test_runtime_role_reaches_both_indexes(db_urls: dict[Role, str], project_id:
     from haki.settings import Settings
 
     with connect(db_urls[Role.OWNER]) as owner:
-        rng = np.random.default_rng(11)
-        vectors = rng.standard_normal((3000, 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        with owner.transaction(), owner.cursor().copy(
-            "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
-        ) as copy:
-            for i, v in enumerate(vectors):
-                copy.write_row((project_id, "big", f"word{i}", json.dumps(f"v{i}"), v))
-        owner.execute("ANALYZE facts")
+        vectors = _bulk_facts(owner, project_id, subjects=1, seed=11)
         with owner.transaction():
             owner.execute("SET LOCAL enable_seqscan = off")
             leaky = "\n".join(r[0] for r in owner.execute(
@@ -125,7 +124,7 @@ def test_runtime_role_reaches_both_indexes(db_urls: dict[Role, str], project_id:
         before = {i: _index_scans(owner, i) for i in ("facts_search_vector_gin",)}
         db = Database(db_urls[Role.APP])
         result = assemble(
-            ContextRequest(project_id=project_id, subject_id="big", query="word17 please",
+            ContextRequest(project_id=project_id, subject_id="s0", query="word17 please",
                            purpose="t"),
             db=db, embedder=None, settings=Settings(), config=RetrievalConfig(),
             query_embedding=vectors[0])
@@ -133,7 +132,7 @@ def test_runtime_role_reaches_both_indexes(db_urls: dict[Role, str], project_id:
             conn.execute("SET LOCAL enable_seqscan = off")
             conn.execute("SET LOCAL enable_indexscan = on")
             vector_plan = "\n".join(r[0] for r in conn.execute(
-                "EXPLAIN SELECT id FROM facts WHERE project_id = %s AND subject_id = 'big' "
+                "EXPLAIN SELECT id FROM facts WHERE project_id = %s AND subject_id = 's0' "
                 "ORDER BY embedding <=> %s LIMIT 64", (project_id, vectors[0])))
         db.close()
         assert "facts_embedding_hnsw" in vector_plan
