@@ -82,11 +82,23 @@ def migrations_dir() -> Path:
 
 
 @pytest.fixture
-def app_db(db_urls: dict[Role, str]) -> Iterator[Database]:
+def open_database() -> Iterator[Callable[[str], Database]]:
+    """Open ``Database`` handles by URL; every one is closed when the test ends."""
+    opened: list[Database] = []
+
+    def open_(url: str) -> Database:
+        opened.append(Database(url))
+        return opened[-1]
+
+    yield open_
+    for db in opened:
+        db.close()
+
+
+@pytest.fixture
+def app_db(db_urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
     """A runtime-role handle (row-level security applies)."""
-    db = Database(db_urls[Role.APP])
-    yield db
-    db.close()
+    return open_database(db_urls[Role.APP])
 
 
 @pytest.fixture

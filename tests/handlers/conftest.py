@@ -6,7 +6,7 @@ container reuses); tests point it at the test database.
 """
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,19 +77,17 @@ Invoke = Callable[..., Answer]
 
 
 @pytest.fixture
-def handler_db(db_urls: dict[Role, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Database]:
-    db = Database(db_urls[Role.APP])
+def handler_db(db_urls: dict[Role, str], monkeypatch: pytest.MonkeyPatch,
+               open_database: Callable[[str], Database]) -> Database:
+    db = open_database(db_urls[Role.APP])
     for module in MODULES.values():
         monkeypatch.setattr(module, "db", db)
-    yield db
-    db.close()
+    return db
 
 
 @pytest.fixture
-def owner_db(db_urls: dict[Role, str]) -> Iterator[Database]:
-    db = Database(db_urls[Role.OWNER])
-    yield db
-    db.close()
+def owner_db(db_urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
+    return open_database(db_urls[Role.OWNER])
 
 
 @pytest.fixture

@@ -37,17 +37,13 @@ def owner(urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
 
 
 @pytest.fixture
-def app(urls: dict[Role, str]) -> Iterator[Database]:
-    db = Database(urls[Role.APP])
-    yield db
-    db.close()
+def app(urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
+    return open_database(urls[Role.APP])
 
 
 @pytest.fixture
-def stats_db(urls: dict[Role, str]) -> Iterator[Database]:
-    db = Database(urls[Role.STATS])
-    yield db
-    db.close()
+def stats_db(urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
+    return open_database(urls[Role.STATS])
 
 
 def _call(conn: psycopg.Connection, project: str, subject: str, *, at: datetime,
