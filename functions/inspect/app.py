@@ -9,7 +9,6 @@ from uuid import UUID
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
-from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.assembler.trace import load_trace
@@ -19,7 +18,7 @@ from haki_aws import gateway
 from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
 from haki_aws.errors import register_error_handlers
-from haki_aws.observability import logger, metrics, tracer
+from haki_aws.observability import api_entry, logger, tracer
 
 app = APIGatewayRestResolver(enable_validation=True)
 register_error_handlers(app)
@@ -40,9 +39,6 @@ def get_inspect(
     return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace_id)
 
 
-@logger.inject_lambda_context(
-    correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
-@tracer.capture_lambda_handler
-@metrics.log_metrics
+@api_entry
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return gateway.resolve(app, db, event, context)

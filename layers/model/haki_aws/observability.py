@@ -8,7 +8,11 @@ CloudWatch EMF, namespace ``Haki``, one blob per request dimensioned by endpoint
 call. Nothing secret is logged: never a key, never a body.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from haki.assembler import Assembly
@@ -44,3 +48,13 @@ def record_assembly(assembly: Assembly) -> None:
         ("EmptyPackets", int(empty)),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def api_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+              ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda entry point of an API function: structured logs correlated with the API
+    Gateway request id (state cleared between invocations), an X-Ray segment, and the EMF
+    metrics flushed at the end."""
+    traced = tracer.capture_lambda_handler(metrics.log_metrics(handler))
+    return logger.inject_lambda_context(
+        correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)(traced)
