@@ -2,6 +2,7 @@
 and in ``trace.py``."""
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 from uuid import UUID
 
@@ -27,6 +28,12 @@ class Retrieved:
     round_trips: int
 
 
+@lru_cache(maxsize=4)
+def _stopword_list(stopwords: frozenset[str]) -> list[str]:
+    """The stop words as the array parameter, built once per configuration, not per call."""
+    return sorted(stopwords)
+
+
 def query_parameters(
     request: ContextRequest, query_vector: np.ndarray, settings: Settings,
     config: RetrievalConfig,
@@ -37,7 +44,7 @@ def query_parameters(
         "subject_id": request.subject_id,
         "query": request.query,
         "query_vector": query_vector,
-        "stopwords": sorted(config.stopwords),
+        "stopwords": _stopword_list(config.stopwords),
         "max_terms": config.max_query_terms,
         "text_rank_cap": config.text_rank_cap,
         "top_k": config.top_k,
