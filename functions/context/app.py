@@ -7,7 +7,6 @@ cold start that fails authentication never pays for the model).
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.assembler import RetrievalConfig, assemble, embed_query
@@ -18,11 +17,9 @@ from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
-from haki_aws.errors import register_error_handlers
-from haki_aws.observability import api_entry, logger, record_assembly, tracer
+from haki_aws.observability import api_entry, log_scope, logger, record_assembly, traced
 
-app = APIGatewayRestResolver(enable_validation=True)
-register_error_handlers(app)
+app = gateway.api_resolver()
 settings = get_settings()
 config = RetrievalConfig.from_settings(settings)
 db = runtime_database(Role.APP)
@@ -34,10 +31,10 @@ def embedder() -> Embedder:
 
 
 @app.post("/v1/context", summary="Assemble the context packet for a subject")
-@tracer.capture_method
+@traced
 def post_context(request: ContextRequest) -> ContextResponse:
     project_id = key_scope(app, request.project_id)
-    logger.append_keys(project_id=project_id, subject_id=request.subject_id)
+    log_scope(project_id, request.subject_id)
     assembly = assemble(
         request.model_copy(update={"project_id": project_id}),
         embed_query(embedder(), request.query), db=db, config=config,

@@ -80,6 +80,7 @@ class LocalGateway:
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
         request_id = str(uuid.uuid4())
+        allowed: list[str] = []
         for route, pattern in self._routes:
             match = pattern.match(path)
             if match and route.method == method:
@@ -89,11 +90,16 @@ class LocalGateway:
                 with self._lock, contextlib.redirect_stdout(io.StringIO()):
                     result = self._handlers[route.function](event, context)
                 return _reply(result, request_id)
-        return Reply(
-            HTTPStatus.NOT_FOUND,
-            {"Content-Type": CONTENT_TYPE, "x-amzn-RequestId": request_id},
-            error_body("not_found", f"no route for {method} {path}").encode(),
-        )
+            if match:
+                allowed.append(route.method)
+        headers_out = {"Content-Type": CONTENT_TYPE, "x-amzn-RequestId": request_id}
+        if allowed:
+            return Reply(
+                HTTPStatus.METHOD_NOT_ALLOWED, {**headers_out, "Allow": ", ".join(allowed)},
+                error_body("method_not_allowed",
+                           f"{method} is not allowed on {path}; use {', '.join(allowed)}").encode())
+        return Reply(HTTPStatus.NOT_FOUND, headers_out,
+                     error_body("not_found", f"no route for {method} {path}").encode())
 
 
 def proxy_event(
@@ -146,6 +152,22 @@ def _reply(result: Mapping[str, Any], request_id: str) -> Reply:
     return Reply(int(result["statusCode"]), headers, payload)
 
 
+def _content_length(header: str | None) -> int | None:
+    """The body length a request announces: 0 when absent, ``None`` when not a plain
+    non-negative integer (a negative length would make the server read until the client
+    closes)."""
+    if header is None or header.strip() == "":
+        return 0
+    text = header.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+
+
+def _refused(status: HTTPStatus, message: str) -> Reply:
+    """A request refused before it reaches the gateway (what API Gateway itself would do)."""
+    return Reply(status, {"Content-Type": CONTENT_TYPE},
+                 error_body("validation_error", message).encode())
+
+
 def make_server(host: str, port: int, gateway: LocalGateway) -> ThreadingHTTPServer:
     """An HTTP server on ``host:port`` (port 0 picks a free one) that feeds ``gateway``."""
 
@@ -153,11 +175,12 @@ def make_server(host: str, port: int, gateway: LocalGateway) -> ThreadingHTTPSer
         server_version = "haki-local"
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_PAYLOAD_BYTES:
-                reply = Reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                              {"Content-Type": CONTENT_TYPE},
-                              error_body("validation_error", "payload too large").encode())
+            length = _content_length(self.headers.get("Content-Length"))
+            if length is None:
+                reply = _refused(HTTPStatus.BAD_REQUEST, "invalid Content-Length header")
+                self.close_connection = True
+            elif length > MAX_PAYLOAD_BYTES:
+                reply = _refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload too large")
                 self.close_connection = True
             else:
                 body = self.rfile.read(length) if length else b""

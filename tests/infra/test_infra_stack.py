@@ -176,8 +176,17 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
         return f"{prefix}/{props['PathPart']}"
 
     served = {}
+    refused: dict[str, str] = {}
     for method in synth.resources("AWS::ApiGateway::Method").values():
         props = method["Properties"]
+        if props["HttpMethod"] == "ANY":
+            # Every other method of a routed path: 405 with Allow, from a mock (no function).
+            assert props["Integration"]["Type"] == "MOCK"
+            (response,) = props["Integration"]["IntegrationResponses"]
+            assert response["StatusCode"] == "405"
+            refused[path_of(props["ResourceId"]["Ref"])] = (
+                response["ResponseParameters"]["method.response.header.Allow"])
+            continue
         (function_id,) = [
             part["Fn::GetAtt"][0]
             for part in props["Integration"]["Uri"]["Fn::Join"][1]
@@ -193,6 +202,10 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
         for route in ROUTES
     }
     assert served == expected
+    allowed: dict[str, list[str]] = {}
+    for route in ROUTES:
+        allowed.setdefault(route.path, []).append(route.method)
+    assert refused == {path: f"'{', '.join(methods)}'" for path, methods in allowed.items()}
 
 
 def test_api_throttles_per_stage_and_per_key(synth: Synth) -> None:

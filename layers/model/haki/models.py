@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
 #: Bounds of the public contract (docs/spec.md §4).
 SCOPE_MAX_CHARS = 128
+#: A scope id holds no control character (NUL cannot even be stored in PostgreSQL text).
+SCOPE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 PURPOSE_MAX_CHARS = 128
 #: A query longer than this is refused: nothing useful is that long, and it bounds the work.
 QUERY_MAX_CHARS = 16_000

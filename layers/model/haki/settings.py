@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -59,6 +60,10 @@ class Settings(BaseModel):
     volatility_horizon_ephemeral_days: float = Field(default=7.0, gt=0)
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
+    #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable
+    #: 16-hex-digit digest of (project, subject), enough to correlate lines, not the id a
+    #: tenant chose (which may be an e-mail address); ``plain``: the id itself.
+    log_subject_ids: Literal["hashed", "plain"] = "hashed"
 
     # Deployed functions reach the database through RDS Proxy with IAM auth; the CDK stack
     # sets these and the AWS edge (``haki_aws.database``) reads them from here.

@@ -8,7 +8,10 @@ or empty ``project_id`` / ``subject_id`` is ``missing_scope``; a bad ``budget_to
 ``validation_error`` — all 422.
 """
 
+import json
+import re
 from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -22,6 +25,33 @@ _ABSENT = frozenset({"missing", "string_too_short"})
 _LOCATIONS = ("body", "query", "path")
 
 M = TypeVar("M", bound=BaseModel)
+
+#: Request bodies nest at most this deep (arrays and objects); payloads are documents, not
+#: trees: anything deeper is refused before parsing (Python's parser would recurse).
+MAX_JSON_DEPTH = 32
+#: Integers in a body have at most this many digits (Python refuses to convert more than
+#: 4,300, and the conversion of long ones is quadratic).
+MAX_INTEGER_DIGITS = 30
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+_LONG_INTEGER = re.compile(rf"(?<![\d.eE+-])-?\d{{{MAX_INTEGER_DIGITS + 1},}}")
+
+
+def loads_json(text: str | bytes) -> Any:
+    """``json.loads`` with the bounds above; a violation is a ``json.JSONDecodeError`` (the
+    API answers 422 ``validation_error``, like any malformed body)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    outside_strings = _JSON_STRING.sub('""', text)
+    opened = outside_strings.count("[") + outside_strings.count("{")
+    steps = (1 if b in "[{" else -1 for b in _BRACKET.findall(outside_strings))
+    if opened > MAX_JSON_DEPTH and max(accumulate(steps)) > MAX_JSON_DEPTH:
+        raise json.JSONDecodeError(
+            f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0)
+    if _LONG_INTEGER.search(outside_strings):
+        raise json.JSONDecodeError(
+            f"an integer has more than {MAX_INTEGER_DIGITS} digits", text, 0)
+    return json.loads(text)
 
 
 def _field(loc: Sequence[Any]) -> str:
@@ -44,6 +74,8 @@ def _describe(error: Mapping[str, Any]) -> str:
         return f"{_field(loc)} is required"
     if kind in ("uuid_parsing", "uuid_type"):
         return f"{_field(loc)} must be a UUID"
+    if kind == "string_pattern_mismatch" and loc and str(loc[-1]) in SCOPE_FIELDS:
+        return f"{_field(loc)} must not contain control characters"
     if kind == "model_attributes_type" and loc == ("body",):
         return "the request body must be a JSON object"
     return f"{_field(loc)}: {error.get('msg', 'invalid value')}"

@@ -14,7 +14,10 @@ from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 
 from haki.errors import HakiError, ServiceUnavailable
 from haki.validation import classify_validation
@@ -33,6 +36,11 @@ def error_response(status: int, code: str, message: str) -> Response:
     log = logger.warning if status < HTTPStatus.INTERNAL_SERVER_ERROR else logger.error
     log("request failed", extra={"error_code": code, "status": status})
     return Response(status_code=status, content_type=CONTENT_TYPE, body=error_body(code, message))
+
+
+def unsupported_media_type() -> Response:
+    return error_response(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "validation_error",
+                          "the request body must be JSON (Content-Type: application/json)")
 
 
 def domain_response(error: HakiError) -> Response:
@@ -70,6 +78,10 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
         return domain_response(classify_validation(exc.errors()))
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _content_type(exc: RequestUnsupportedContentType) -> Response:
+        return unsupported_media_type()
 
     @app.exception_handler(HakiError)
     def _domain(exc: HakiError) -> Response:

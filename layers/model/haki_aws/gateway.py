@@ -1,7 +1,8 @@
-"""The edge checks every API function runs before routing, then the resolver.
+"""The edge every API function shares: its resolver, and the checks it runs before routing.
 
 Order: authenticate (401 before anything else), bound the body size, require a JSON content
-type on requests with a body, then hand the event to the Powertools resolver, which validates
+type on requests that carry or expect a body, then hand the event to the Powertools
+resolver, which parses the body within bounds (``haki.validation.loads_json``), validates
 and routes. The request latency is recorded for every outcome.
 """
 
@@ -15,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.db import Database
 from haki.errors import HakiError
+from haki.validation import loads_json
 from haki_aws.auth import IDENTITY, authenticate_event
 from haki_aws.errors import (
     as_proxy_result,
@@ -22,6 +24,8 @@ from haki_aws.errors import (
     error_code,
     error_response,
     internal_error,
+    register_error_handlers,
+    unsupported_media_type,
 )
 from haki_aws.observability import OK, logger, record_request
 
@@ -29,6 +33,16 @@ from haki_aws.observability import OK, logger, record_request
 #: query characters are all written as escaped surrogate pairs (12 bytes each, ~192 KB);
 #: anything larger is refused with 413 before it is parsed.
 MAX_BODY_BYTES = 256 * 1024
+#: Methods whose requests carry a JSON body.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def api_resolver() -> APIGatewayRestResolver:
+    """The resolver of an API function: request validation on, bodies parsed within the
+    contract's bounds, every failure mapped to the error contract."""
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=loads_json)
+    register_error_handlers(app)
+    return app
 
 
 def _body_bytes(event: Mapping[str, Any]) -> int:
@@ -52,10 +66,9 @@ def _refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
         return as_proxy_result(error_response(
             HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "validation_error",
             f"the request body is {size} bytes; the limit is {MAX_BODY_BYTES}"))
-    if size and _content_type(event) not in ("", "application/json"):
-        return as_proxy_result(error_response(
-            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "validation_error",
-            "the request body must be JSON (Content-Type: application/json)"))
+    expects_body = size > 0 or event.get("httpMethod") in _BODY_METHODS
+    if expects_body and _content_type(event) not in ("", "application/json"):
+        return as_proxy_result(unsupported_media_type())
     return None
 
 

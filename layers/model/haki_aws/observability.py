@@ -5,11 +5,15 @@ handlers append the tenant scope and the Haki trace id as soon as they are known
 CloudWatch EMF, namespace ``Haki``, one blob per request dimensioned by endpoint and outcome
 (``ok`` or the error code): ``Latency`` and, on failure, ``Errors`` for every request;
 ``CandidatesConsidered`` / ``FactsServed`` / ``EpisodesServed`` / ``EmptyPackets`` per context
-call. Nothing secret is logged: never a key, never a body.
+call. Nothing secret and no tenant content leaves through them: never a key, a body, a query
+or a packet; subjects are named by a digest unless ``HAKI_LOG_SUBJECT_IDS=plain``; X-Ray
+segments carry timings and annotations only (Powertools would otherwise copy every traced
+method's return value — the packet — and its exception into the trace).
 """
 
+import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
@@ -26,6 +30,27 @@ OK = "ok"
 logger = Logger(service=SERVICE, level=get_settings().log_level)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
 tracer = Tracer(service=SERVICE)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def traced(method: F) -> F:
+    """An X-Ray subsegment around a route: its timing, never its response or its error."""
+    return tracer.capture_method(method, capture_response=False, capture_error=False)
+
+
+def subject_ref(project_id: str, subject_id: str) -> str:
+    """How logs name a subject (see ``HAKI_LOG_SUBJECT_IDS``)."""
+    if get_settings().log_subject_ids == "plain":
+        return subject_id
+    digest = hashlib.sha256(f"{project_id}\x00{subject_id}".encode())
+    return digest.hexdigest()[:16]
+
+
+def log_scope(project_id: str, subject_id: str | None, **keys: str) -> None:
+    """Put the request's scope (and ``keys``) on every later log line of this invocation."""
+    subject = None if subject_id is None else subject_ref(project_id, subject_id)
+    logger.append_keys(project_id=project_id, subject=subject, **keys)
 
 
 def record_request(endpoint: str, outcome: str, milliseconds: float) -> None:
@@ -55,6 +80,16 @@ def api_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
     """The Lambda entry point of an API function: structured logs correlated with the API
     Gateway request id (state cleared between invocations), an X-Ray segment, and the EMF
     metrics flushed at the end."""
-    traced = tracer.capture_lambda_handler(metrics.log_metrics(handler))
+    with_trace = tracer.capture_lambda_handler(
+        metrics.log_metrics(handler), capture_response=False, capture_error=False)
     return logger.inject_lambda_context(
-        correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)(traced)
+        correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)(with_trace)
+
+
+def scheduled_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+                    ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The entry point of a scheduled function: logs and an X-Ray segment, as ``api_entry``
+    but without API metrics."""
+    with_trace = tracer.capture_lambda_handler(
+        handler, capture_response=False, capture_error=False)
+    return logger.inject_lambda_context(clear_state=True)(with_trace)

@@ -8,6 +8,7 @@ the key and a ready ``curl`` for each endpoint. Ctrl-C stops the server and the 
 """
 
 import argparse
+import ipaddress
 import json
 import os
 import shlex
@@ -19,7 +20,7 @@ from types import FrameType
 from haki.db import Database, Role, database_url
 from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
-from haki.errors import Unauthorized
+from haki.errors import Unauthorized, ValidationFailed
 from haki.keys import authenticate, create_key
 from haki.settings import Settings, get_settings
 from haki_local.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
@@ -30,7 +31,11 @@ DEV_KEY_FILE = "dev-key"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser("serve", help="run the local API over the embedded database")
-    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="interface (default 127.0.0.1; anything else is refused unless "
+                            "--allow-remote is given: the dev key is printed on the console)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="let --host name an interface other than loopback")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
     serve.add_argument("--no-demo", action="store_true", help="do not load the demo data set")
     serve.set_defaults(run=_serve)
@@ -59,7 +64,24 @@ def _write_private(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _serve(args: argparse.Namespace) -> int:
+    if not is_loopback(args.host):
+        if not args.allow_remote:
+            raise ValidationFailed(
+                f"--host {args.host} is not a loopback address: the local API serves the demo "
+                "data with a printed dev key; add --allow-remote to expose it anyway")
+        print(f"WARNING: the local API listens on {args.host}, reachable from other machines, "
+              "with the dev key printed below. Use it only on a network you trust.",
+              file=sys.stderr, flush=True)
     # Imported here: the adapter imports the Lambda handlers (Powertools), which the rest of
     # the CLI does not need.
     from haki_local.server import LocalGateway, load_handlers, make_server
