@@ -64,7 +64,7 @@ def test_a_failing_record_leaves_nothing_half_loaded(
                 events=[{"kind": "call", "payload": {}}],
                 facts=[{"predicate": "ok", "value": 1},
                        {"predicate": "bad", "value": 2, "supersedes_id": str(uuid.uuid4())}])
-    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+    with pytest.raises(ValidationFailed, match="facts_supersedes_id_fkey"):
         MemoryWriter(app_db, embedder).write(parse_document_text(text))
     for table in ("facts", "events"):
         count = owner_conn.execute(f"SELECT count(*) FROM {table} WHERE project_id = %s",
