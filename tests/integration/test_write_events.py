@@ -23,6 +23,7 @@ from haki.memory.api import (
     MAX_BATCH,
     MAX_BODY_BYTES,
     MAX_EVENT_PAYLOAD_BYTES,
+    MAX_JSON_DEPTH,
     EventsRequest,
     EventsResponse,
     check_body_size,
@@ -31,6 +32,14 @@ from haki.memory.api import (
 from haki.memory.events import ingest_events
 from haki.memory.store import lock_subject_exclusive
 from tests.integration.conftest import Writes
+
+
+def _nested(depth: int) -> dict[str, object]:
+    """A payload with ``2 × depth`` levels of objects and arrays."""
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"a": [value]}
+    return value
 
 
 def test_batch_is_embedded_and_stored_in_request_order(writes: Writes) -> None:
@@ -226,6 +235,7 @@ def test_a_full_batch_is_accepted(writes: Writes) -> None:
     ({"payload": {"a\x00": 1}}, r"events\[0\]: field 'payload': .*NUL"),
     ({"payload": {"text": "\ud800"}}, r"events\[0\]: field 'payload': .*surrogate"),
     ({"payload": {"n": float("nan")}}, r"events\[0\]: field 'payload': .*finite"),
+    ({"payload": _nested(MAX_JSON_DEPTH + 1)}, r"events\[0\]: field 'payload': .*nested"),
     ({"payload": []}, r"events\[0\]: field 'payload': Input should be a valid dictionary"),
     ({"occurred_at": "2025-01-01T00:00:00"}, r"events\[0\]: field 'occurred_at': .*timezone"),
     ({"subject_id": "a\nb"}, r"events\[0\]: field 'subject_id': .*control"),
@@ -239,6 +249,12 @@ def test_bad_records_name_their_index_and_field(
 ) -> None:
     with pytest.raises(ValidationFailed, match=message):
         writes.events(event)
+
+
+def test_nesting_up_to_the_limit_is_stored(writes: Writes) -> None:
+    (written,) = writes.events({"payload": _nested(MAX_JSON_DEPTH // 2)}).events
+    row = writes.row("events", written.id)
+    assert row is not None and row["payload"] == _nested(MAX_JSON_DEPTH // 2)
 
 
 def test_the_key_decides_the_project(writes: Writes) -> None:

@@ -46,6 +46,8 @@ MAX_PAGE = 200
 DEFAULT_PAGE = 50
 #: An opaque cursor is short; anything longer is not one of ours.
 MAX_CURSOR_CHARS = 200
+#: Nesting of a payload or value (objects and arrays within each other) (422 beyond).
+MAX_JSON_DEPTH = 32
 
 
 def _no_control_characters(value: str) -> str:
@@ -58,10 +60,13 @@ def _no_control_characters(value: str) -> str:
 
 def _json_storable(value: Any) -> Any:
     """``value`` if PostgreSQL's jsonb can hold it exactly: JSON types only, finite numbers,
-    strings without NUL (jsonb refuses ``\\u0000``) and without lone surrogates (not UTF-8)."""
-    stack = [value]
+    strings without NUL (jsonb refuses ``\\u0000``) and without lone surrogates (not UTF-8),
+    nested at most :data:`MAX_JSON_DEPTH` deep."""
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
         if isinstance(item, str):
             _storable_text(item)
         elif isinstance(item, bool) or item is None or isinstance(item, int):
@@ -70,13 +75,13 @@ def _json_storable(value: Any) -> Any:
             if not math.isfinite(item):
                 raise ValueError("numbers must be finite (no NaN or Infinity)")
         elif isinstance(item, list):
-            stack.extend(item)
+            stack.extend((inner, depth + 1) for inner in item)
         elif isinstance(item, dict):
             for key, inner in item.items():
                 if not isinstance(key, str):
                     raise ValueError("object keys must be strings")
                 _storable_text(key)
-                stack.append(inner)
+                stack.append((inner, depth + 1))
         else:
             raise ValueError(f"not a JSON value ({type(item).__name__})")
     return value
