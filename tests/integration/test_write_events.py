@@ -16,6 +16,7 @@ from haki.embedding import Embedder
 from haki.errors import (
     ForbiddenScope,
     IdempotencyConflict,
+    MissingScope,
     PayloadTooLarge,
     ValidationFailed,
 )
@@ -239,7 +240,6 @@ def test_a_full_batch_is_accepted(writes: Writes) -> None:
     ({"payload": []}, r"events\[0\]: field 'payload': Input should be a valid dictionary"),
     ({"occurred_at": "2025-01-01T00:00:00"}, r"events\[0\]: field 'occurred_at': .*timezone"),
     ({"subject_id": "a\nb"}, r"events\[0\]: field 'subject_id': .*control"),
-    ({"subject_id": ""}, r"events\[0\]: field 'subject_id'"),
     ({"kind": " "}, r"events\[0\]: field 'kind': .*blank"),
     ({"colour": "red"}, r"events\[0\]: field 'colour': Extra inputs are not permitted"),
     ({"id": "not-a-uuid"}, r"events\[0\]: field 'id'"),
@@ -255,6 +255,20 @@ def test_nesting_up_to_the_limit_is_stored(writes: Writes) -> None:
     (written,) = writes.events({"payload": _nested(MAX_JSON_DEPTH // 2)}).events
     row = writes.row("events", written.id)
     assert row is not None and row["payload"] == _nested(MAX_JSON_DEPTH // 2)
+
+
+@pytest.mark.parametrize("subject", [{"subject_id": ""}, {"subject_id": None}])
+def test_an_event_without_its_subject_is_missing_its_scope(
+    writes: Writes, subject: dict[str, object]
+) -> None:
+    body = {"project_id": writes.project_id,
+            "events": [{"subject_id": "alice", "kind": "k"}, {"kind": "k", **subject}]}
+    if subject["subject_id"] is None:
+        del body["events"][1]["subject_id"]  # type: ignore[index]
+    with pytest.raises(MissingScope, match=r"^events\[1\]: field 'subject_id'"):
+        parse_request(EventsRequest, body)
+    with pytest.raises(MissingScope, match=r"^field 'project_id'"):
+        parse_request(EventsRequest, {"events": body["events"]})
 
 
 def test_the_key_decides_the_project(writes: Writes) -> None:

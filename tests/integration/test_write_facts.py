@@ -316,6 +316,7 @@ def test_listing_filters(writes: Writes) -> None:
     assert [f.id for f in writes.list_facts(predicate="city").facts] == [nantes.id]
     assert [f.id for f in writes.list_facts(status="superseded").facts] == [lyon.id]
     assert [f.id for f in writes.list_facts(status="candidate").facts] == [candidate.id]
+    assert len(writes.list_facts(limit="1").facts) == 1  # as a query string gives it
     view = writes.list_facts(predicate="city", status="superseded").facts[0]
     assert (view.value, view.version, view.subject_id) == ("Lyon", 2, "alice")
 
@@ -330,6 +331,7 @@ def test_listing_is_confined_to_the_project(
 @pytest.mark.parametrize(("query", "message"), [
     ({"limit": MAX_PAGE + 1}, "field 'limit'"),
     ({"limit": 0}, "field 'limit'"),
+    ({"limit": "many"}, "field 'limit'"),
     ({"cursor": "garbage"}, "field 'cursor': not a cursor"),
     ({"cursor": "k1.bm90IGpzb24"}, "field 'cursor': not a cursor"),
     ({"cursor": "k1.WyIyMDI1LTAxLTAxVDAwOjAwOjAwIiwiYSJd"}, "field 'cursor': not a cursor"),

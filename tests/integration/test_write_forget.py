@@ -13,7 +13,13 @@ from haki.assembler.trace import load_trace
 from haki.db import Database, Role
 from haki.db.connection import connect, set_scope
 from haki.embedding import Embedder
-from haki.errors import FactNotFound, ForbiddenScope, IllegalStatusTransition, ValidationFailed
+from haki.errors import (
+    FactNotFound,
+    ForbiddenScope,
+    IllegalStatusTransition,
+    MissingScope,
+    ValidationFailed,
+)
 from haki.memory.api import ForgetRequest, parse_request
 from haki.memory.forget import RECEIPT_COUNTS, forget
 from haki.memory.store import lock_scopes
@@ -201,11 +207,15 @@ def test_disabling_a_fact_follows_the_lifecycle(writes: Writes) -> None:
     ({"mode": "delete"}, "exactly one"),
     ({"subject_id": "alice"}, "field 'mode'"),
     ({"subject_id": "alice", "mode": "purge"}, "field 'mode'"),
-    ({"subject_id": "", "mode": "delete"}, "field 'subject_id'"),
 ])
 def test_bad_requests(writes: Writes, body: dict[str, Any], message: str) -> None:
     with pytest.raises(ValidationFailed, match=message):
         writes.forget(**body)
+
+
+def test_an_empty_subject_is_a_missing_scope(writes: Writes) -> None:
+    with pytest.raises(MissingScope, match="field 'subject_id'"):
+        writes.forget(subject_id="", mode="delete")
 
 
 def test_the_key_decides_the_project(writes: Writes) -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from haki.errors import PayloadTooLarge, ValidationFailed
+from haki.errors import MissingScope, PayloadTooLarge, ValidationFailed
 from haki.memory.api import (
     MAX_BODY_BYTES,
     FactsRequest,
@@ -24,7 +24,7 @@ def test_the_first_error_names_the_record_and_the_field() -> None:
     with pytest.raises(ValidationFailed) as raised:
         parse_request(FactsRequest, body)
     assert raised.value.message.startswith("facts[1]: field 'source_event_ids.0': ")
-    with pytest.raises(ValidationFailed, match=r"^field 'project_id': Field required$"):
+    with pytest.raises(MissingScope, match=r"^field 'project_id': Field required$"):
         parse_request(FactsRequest, {"facts": body["facts"]})
     assert ValidationFailed.from_errors([{"loc": (), "msg": "bad"}], "line 3").message == \
         "line 3: field '(record)': bad"

@@ -19,12 +19,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StrictInt,
     ValidationError,
     model_validator,
 )
 
-from haki.errors import ForbiddenScope, PayloadTooLarge, ValidationFailed
+from haki.errors import ForbiddenScope, MissingScope, PayloadTooLarge, ValidationFailed
 from haki.models import SCOPE_MAX_CHARS, FactStatus, Volatility
 from haki.text import value_text
 
@@ -115,23 +114,33 @@ class _Scoped(_Body):
     project_id: ScopeId
 
 
-def check_scope(project_id: str, request: _Scoped) -> str:
-    """The key's project, after checking that the request names it (the handlers check it
+def check_scope(project_id: str, request: _Scoped) -> None:
+    """Refuse a request that names another project than the key's (the handlers check it
     first; the core does not rely on them)."""
     if request.project_id != project_id:
         raise ForbiddenScope("this API key is not valid for the requested project")
-    return project_id
 
 
 Request = TypeVar("Request", bound=BaseModel)
+#: Pydantic error types that mean "this field is absent" (empty counts as absent).
+_ABSENT = frozenset({"missing", "string_too_short"})
 
 
 def parse_request(model: type[Request], body: object) -> Request:
-    """Validate ``body`` into ``model``; the first error names its record: ``facts[3]: ...``."""
+    """Validate ``body`` into ``model``; the first error names its record: ``facts[3]: ...``.
+
+    An absent or empty ``project_id`` / ``subject_id`` is ``missing_scope``, as on the read
+    routes; any other error ``validation_error``.
+    """
     try:
         return model.model_validate(body)
     except ValidationError as exc:
-        raise ValidationFailed.from_errors(exc.errors()) from exc
+        errors = exc.errors()
+        absent = [e for e in errors if e["type"] in _ABSENT and e["loc"]
+                  and e["loc"][-1] in ("project_id", "subject_id")]
+        if absent:
+            raise MissingScope(ValidationFailed.from_errors(absent).message) from exc
+        raise ValidationFailed.from_errors(errors) from exc
 
 
 def check_body_size(body: str | bytes | None) -> None:
@@ -250,7 +259,8 @@ class FactsResponse(_Body):
 
 # --------------------------------------------------------------------------- GET /v1/facts
 
-PageLimit = Annotated[StrictInt, Field(ge=1, le=MAX_PAGE)]
+#: Lax: a query string gives "50".
+PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 Cursor = Annotated[str, Field(min_length=1, max_length=MAX_CURSOR_CHARS)]
 
 
