@@ -13,7 +13,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, Assembly, QueryVector, RetrievalConfig, assemble
+from haki.assembler import (
+    DEFAULT_CONFIG,
+    Assembly,
+    QueryVector,
+    RetrievalConfig,
+    assemble,
+    embed_query,
+)
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.memory.api import (
@@ -32,13 +39,13 @@ from haki.memory.api import (
     ForgetResponse,
     ResolveRequest,
     ResolveResponse,
-    parse_request,
 )
 from haki.memory.conflicts import list_conflicts, resolve
 from haki.memory.events import ingest_events
 from haki.memory.facts import list_facts, set_fact_status, write_facts
 from haki.memory.forget import forget
 from haki.models import ContextRequest
+from haki.validation import parse
 
 NOW = datetime.now(UTC)
 
@@ -139,13 +146,13 @@ class Writes:
                 "events": [{"subject_id": "alice", "kind": "conversation.message", **e}
                            for e in events]}
         return ingest_events(self.db, self.embedder, self.project_id,
-                             parse_request(EventsRequest, body))
+                             parse(EventsRequest, body))
 
     def facts(self, *facts: dict[str, Any]) -> FactsResponse:
         body = {"project_id": self.project_id,
                 "facts": [{"subject_id": "alice", **f} for f in facts]}
         return write_facts(self.db, self.embedder, self.project_id,
-                           parse_request(FactsRequest, body))
+                           parse(FactsRequest, body))
 
     def fact(self, predicate: str, value: Any, **fields: Any) -> FactWritten:
         return self.facts({"predicate": predicate, "value": value, **fields}).facts[0]
@@ -153,29 +160,30 @@ class Writes:
     def status(self, fact_id: uuid.UUID, status: str) -> FactStatusResponse:
         body = {"project_id": self.project_id, "status": status}
         return set_fact_status(self.db, self.project_id, fact_id,
-                               parse_request(FactStatusRequest, body))
+                               parse(FactStatusRequest, body))
 
     def list_facts(self, **query: Any) -> FactPage:
         body = {"project_id": self.project_id, "subject_id": "alice", **query}
-        return list_facts(self.db, self.project_id, parse_request(FactListRequest, body))
+        return list_facts(self.db, self.project_id, parse(FactListRequest, body))
 
     def conflicts(self, **query: Any) -> ConflictPage:
         body = {"project_id": self.project_id, "subject_id": "alice", **query}
-        return list_conflicts(self.db, self.project_id, parse_request(ConflictListRequest, body))
+        return list_conflicts(self.db, self.project_id, parse(ConflictListRequest, body))
 
     def resolve(self, conflict_id: uuid.UUID, keep: uuid.UUID) -> ResolveResponse:
         body = {"project_id": self.project_id, "keep_fact_id": str(keep)}
-        return resolve(self.db, self.project_id, conflict_id, parse_request(ResolveRequest, body))
+        return resolve(self.db, self.project_id, conflict_id, parse(ResolveRequest, body))
 
     def forget(self, **body: Any) -> ForgetResponse:
         return forget(self.db, self.project_id,
-                      parse_request(ForgetRequest, {"project_id": self.project_id, **body}))
+                      parse(ForgetRequest, {"project_id": self.project_id, **body}))
 
     def ask(self, query: str, subject_id: str = "alice") -> Assembly:
         """A context call right after the writes, with the real embedder."""
         request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
                                  query=query, purpose="test")
-        return assemble(request, db=self.db, embedder=self.embedder, settings=Settings())
+        return assemble(request, embed_query(self.embedder, query), db=self.db,
+                        config=DEFAULT_CONFIG)
 
     def count(self, table: str, **where: Any) -> int:
         """Rows of ``table`` in this project matching ``where`` (as the owner: all of them)."""

@@ -28,10 +28,10 @@ from haki.memory.api import (
     EventsRequest,
     EventsResponse,
     check_body_size,
-    parse_request,
 )
 from haki.memory.events import ingest_events
 from haki.memory.store import lock_subject_exclusive
+from haki.validation import parse
 from tests.integration.conftest import Writes
 
 
@@ -143,7 +143,7 @@ def test_concurrent_replays_store_one_row(
     body = {"project_id": writes.project_id, "events": [
         {"subject_id": "alice", "kind": "msg", "idempotency_key": f"k{i}",
          "payload": {"text": f"message {i}"}} for i in range(3)]}
-    request = parse_request(EventsRequest, body)
+    request = parse(EventsRequest, body)
     barrier = threading.Barrier(2)
     answers: list[EventsResponse] = []
 
@@ -174,7 +174,7 @@ def test_a_replay_racing_an_uncommitted_original_waits_for_it(
     """The original is inserted but not committed when the replay arrives: the replay's
     look-up cannot see it, so only ``ON CONFLICT`` on the unique index stands between it and a
     second row. It waits; after COMMIT it is a replay, after ROLLBACK it is the original."""
-    request = parse_request(EventsRequest, {"project_id": writes.project_id, "events": [
+    request = parse(EventsRequest, {"project_id": writes.project_id, "events": [
         {"subject_id": "alice", "kind": "msg", "idempotency_key": "race",
          "payload": {"text": "hi"}}]})
     first_id = uuid.uuid4()
@@ -266,9 +266,9 @@ def test_an_event_without_its_subject_is_missing_its_scope(
     if subject["subject_id"] is None:
         del body["events"][1]["subject_id"]  # type: ignore[index]
     with pytest.raises(MissingScope, match=r"^events\[1\]: field 'subject_id'"):
-        parse_request(EventsRequest, body)
+        parse(EventsRequest, body)
     with pytest.raises(MissingScope, match=r"^field 'project_id'"):
-        parse_request(EventsRequest, {"events": body["events"]})
+        parse(EventsRequest, {"events": body["events"]})
 
 
 def test_the_key_decides_the_project(writes: Writes) -> None:

@@ -17,9 +17,10 @@ from haki.errors import (
     UnknownReference,
     ValidationFailed,
 )
-from haki.memory.api import MAX_BATCH, MAX_FACT_VALUE_CHARS, MAX_PAGE, FactsRequest, parse_request
+from haki.memory.api import MAX_BATCH, MAX_FACT_VALUE_CHARS, MAX_PAGE, FactsRequest
 from haki.memory.facts import write_facts
 from haki.memory.store import lock_scopes
+from haki.validation import parse
 from tests.integration.conftest import Writes, unit_vector
 
 
@@ -193,7 +194,7 @@ def test_a_failing_batch_writes_nothing(writes: Writes) -> None:
 def test_concurrent_writers_of_one_key_create_one_active_fact(
     db_urls: dict[Role, str], writes: Writes, embedder: Embedder
 ) -> None:
-    request = parse_request(FactsRequest, {"project_id": writes.project_id, "facts": [
+    request = parse(FactsRequest, {"project_id": writes.project_id, "facts": [
         {"subject_id": "alice", "predicate": "city", "value": "Lyon"}]})
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
@@ -269,7 +270,7 @@ def test_bad_records_name_their_index_and_field(
 def test_batch_size_and_scope(writes: Writes) -> None:
     with pytest.raises(ValidationFailed, match=f"at most {MAX_BATCH}"):
         writes.facts(*({"predicate": f"p{i}", "value": i} for i in range(MAX_BATCH + 1)))
-    request = parse_request(FactsRequest, {"project_id": "someone-else", "facts": [
+    request = parse(FactsRequest, {"project_id": "someone-else", "facts": [
         {"subject_id": "alice", "predicate": "p", "value": 1}]})
     with pytest.raises(ForbiddenScope):
         write_facts(writes.db, writes.embedder, writes.project_id, request)

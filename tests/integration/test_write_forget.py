@@ -20,9 +20,10 @@ from haki.errors import (
     MissingScope,
     ValidationFailed,
 )
-from haki.memory.api import ForgetRequest, parse_request
+from haki.memory.api import ForgetRequest
 from haki.memory.forget import RECEIPT_COUNTS, forget
 from haki.memory.store import lock_scopes
+from haki.validation import parse
 from tests.integration.conftest import Writes, unit_vector
 
 
@@ -220,7 +221,7 @@ def test_an_empty_subject_is_a_missing_scope(writes: Writes) -> None:
 
 def test_the_key_decides_the_project(writes: Writes) -> None:
     writes.fact("city", "Lyon")
-    request = parse_request(ForgetRequest, {"project_id": "elsewhere", "subject_id": "alice",
+    request = parse(ForgetRequest, {"project_id": "elsewhere", "subject_id": "alice",
                                             "mode": "delete"})
     with pytest.raises(ForbiddenScope):
         forget(writes.db, writes.project_id, request)

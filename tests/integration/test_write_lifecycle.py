@@ -10,10 +10,11 @@ import pytest
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.errors import FactNotFound, ForbiddenScope, IllegalStatusTransition
-from haki.memory.api import FactStatusRequest, parse_request
+from haki.memory.api import FactStatusRequest
 from haki.memory.facts import set_fact_status
 from haki.memory.lifecycle import TRANSITIONS
 from haki.models import FactStatus
+from haki.validation import parse
 from tests.integration.conftest import Seeder, Writes, unit_vector
 
 STATUSES: list[FactStatus] = [
@@ -109,6 +110,6 @@ def test_unknown_and_foreign_facts_read_the_same(
 
 def test_the_request_names_the_keys_project(writes: Writes) -> None:
     fact = writes.fact("city", "Lyon")
-    request = parse_request(FactStatusRequest, {"project_id": "elsewhere", "status": "disabled"})
+    request = parse(FactStatusRequest, {"project_id": "elsewhere", "status": "disabled"})
     with pytest.raises(ForbiddenScope):
         set_fact_status(writes.db, writes.project_id, fact.id, request)

@@ -7,14 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from haki.errors import MissingScope, PayloadTooLarge, ValidationFailed
-from haki.memory.api import (
-    MAX_BODY_BYTES,
-    FactsRequest,
-    check_body_size,
-    parse_request,
-    payload_bytes,
-)
+from haki.memory.api import MAX_BODY_BYTES, FactsRequest, check_body_size, payload_bytes
 from haki.memory.pagination import decode_cursor, encode_cursor
+from haki.validation import parse
 
 
 def test_the_first_error_names_the_record_and_the_field() -> None:
@@ -22,10 +17,10 @@ def test_the_first_error_names_the_record_and_the_field() -> None:
         {"subject_id": "s", "predicate": "a", "value": 1},
         {"subject_id": "s", "predicate": "b", "value": 2, "source_event_ids": ["x"]}]}
     with pytest.raises(ValidationFailed) as raised:
-        parse_request(FactsRequest, body)
+        parse(FactsRequest, body)
     assert raised.value.message.startswith("facts[1]: field 'source_event_ids.0': ")
-    with pytest.raises(MissingScope, match=r"^field 'project_id': Field required$"):
-        parse_request(FactsRequest, {"facts": body["facts"]})
+    with pytest.raises(MissingScope, match=r"^field 'project_id' is required"):
+        parse(FactsRequest, {"facts": body["facts"]})
     assert ValidationFailed.from_errors([{"loc": (), "msg": "bad"}], "line 3").message == \
         "line 3: field '(record)': bad"
 

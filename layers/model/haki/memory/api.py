@@ -10,7 +10,7 @@ in bytes raise ``payload_too_large`` (413) there.
 import json
 import math
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
 from pydantic import (
@@ -19,11 +19,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     model_validator,
 )
 
-from haki.errors import ForbiddenScope, MissingScope, PayloadTooLarge, ValidationFailed
+from haki.errors import ForbiddenScope, PayloadTooLarge
 from haki.models import SCOPE_MAX_CHARS, FactStatus, Volatility
 from haki.text import value_text
 
@@ -119,28 +118,6 @@ def check_scope(project_id: str, request: _Scoped) -> None:
     first; the core does not rely on them)."""
     if request.project_id != project_id:
         raise ForbiddenScope("this API key is not valid for the requested project")
-
-
-Request = TypeVar("Request", bound=BaseModel)
-#: Pydantic error types that mean "this field is absent" (empty counts as absent).
-_ABSENT = frozenset({"missing", "string_too_short"})
-
-
-def parse_request(model: type[Request], body: object) -> Request:
-    """Validate ``body`` into ``model``; the first error names its record: ``facts[3]: ...``.
-
-    An absent or empty ``project_id`` / ``subject_id`` is ``missing_scope``, as on the read
-    routes; any other error ``validation_error``.
-    """
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        errors = exc.errors()
-        absent = [e for e in errors if e["type"] in _ABSENT and e["loc"]
-                  and e["loc"][-1] in ("project_id", "subject_id")]
-        if absent:
-            raise MissingScope(ValidationFailed.from_errors(absent).message) from exc
-        raise ValidationFailed.from_errors(errors) from exc
 
 
 def check_body_size(body: str | bytes | None) -> None:
