@@ -106,7 +106,8 @@ class MigrationError(HakiError):
 
 
 class PayloadTooLarge(HakiError):
-    """A request body, or one record's payload, is larger than the documented limit."""
+    """A request body, one record's payload, or the text a batch embeds is larger than its
+    documented limit."""
 
     code = "payload_too_large"
     status = 413

@@ -23,7 +23,8 @@ import psycopg
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.errors import ValidationFailed
+from haki.errors import PayloadTooLarge, ValidationFailed
+from haki.memory.api import MAX_EMBED_TOKENS
 
 #: Passages embedded per batch (the embedder pads a batch to its longest text).
 EMBED_BATCH = 32
@@ -48,6 +49,19 @@ def embed_texts(
     if not batches:
         return np.empty((0, embedder.dim), dtype=np.float32)
     return np.concatenate(batches)
+
+
+def check_embedding_budget(embedder: Embedder, texts: Sequence[str], records: str) -> None:
+    """Refuse a batch whose texts hold more than :data:`MAX_EMBED_TOKENS` model tokens,
+    naming the first record (``records[i]``) past the budget, before any embedding."""
+    total = 0
+    for index, tokens in enumerate(embedder.passage_tokens(texts)):
+        total += tokens
+        if total > MAX_EMBED_TOKENS:
+            raise PayloadTooLarge(
+                f"{records}[{index}]: the batch's text reaches {total} model tokens at this "
+                f"record; one request embeds at most {MAX_EMBED_TOKENS}: send the records from "
+                "this one on in another request")
 
 
 @contextmanager
