@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 import functions.context.app as context_app
+import functions.ingest.app as ingest_app
 import functions.inspect.app as inspect_app
+import functions.memory.app as memory_app
 import functions.stats.app as stats_app
 from haki.db import Database, Role
 from haki.embedding import get_embedder
@@ -21,7 +23,8 @@ from haki.keys import create_key
 from haki.memory import MemoryWriter
 from haki.models import FactRecord, MemoryDocument
 
-MODULES = {"context": context_app, "inspect": inspect_app, "stats": stats_app}
+MODULES = {"context": context_app, "inspect": inspect_app, "stats": stats_app,
+           "ingest": ingest_app, "memory": memory_app}
 
 
 @dataclass(frozen=True)
