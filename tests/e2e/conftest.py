@@ -42,11 +42,11 @@ def haki_env(data_dir: Path) -> dict[str, str]:
     return {**env, "HAKI_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
 
 
-def start_server(data_dir: Path) -> Server:
-    """Start ``haki serve --port 0`` and wait for its banner (URL and key)."""
+def start_server(data_dir: Path, *args: str) -> Server:
+    """Start ``haki serve --port 0 [args]`` and wait for its banner (URL and key)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "haki_local.cli", "serve", "--port", "0"], env=haki_env(data_dir),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [sys.executable, "-m", "haki_local.cli", "serve", "--port", "0", *args],
+        env=haki_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     server = Server(process)
     lines: queue.Queue[str] = queue.Queue()
 
