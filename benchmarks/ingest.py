@@ -4,9 +4,10 @@ Starts ``haki serve --no-demo`` on a scratch data folder (its own embedded Postg
 embedder thread), then, from one sequential client:
 
 - ``POST /v1/events`` and ``POST /v1/facts`` with batches of 1 and of 100 short records
-  (chat-sized, ~60 characters): records/s, request p50 / p95, and records per CPU-second of
-  the server and its PostgreSQL processes together ("per core": what a core of its own would
-  do, whatever else the machine runs), and CPU ms per request;
+  (chat-sized, ~50 characters), and events in batches of 100 of mixed lengths (60 to 2,000
+  characters, as a chat with long answers): records/s, request p50 / p95, records per
+  CPU-second of the server and its PostgreSQL processes together ("per core": what a core of
+  its own would do, whatever else the machine runs), and CPU ms per request;
 - what long messages cost: one event per request at 60 to 16,000 characters, with the model
   tokens each is embedded on (the embedder truncates passages at its 512-token window);
 - the worst batch the token budget admits (``haki.memory.api.MAX_EMBED_TOKENS``: 32 messages
@@ -188,6 +189,16 @@ def short_message(n: int) -> str:
     return _SHORT[n % len(_SHORT)].format(n=n)
 
 
+#: A chat's mix: mostly short turns, some paragraphs, one long answer in six (~145 tokens on
+#: average, so 100 of them stay inside the token budget).
+MIXED_LENGTHS = (60, 60, 60, 300, 1000, 2000)
+
+
+def mixed_message(n: int) -> str:
+    chars = MIXED_LENGTHS[n % len(MIXED_LENGTHS)]
+    return short_message(n) if chars == 60 else long_message(chars, n)
+
+
 def long_message(chars: int, n: int) -> str:
     text = f"[{n}] " + _LONG * (chars // len(_LONG) + 1)
     return text[:chars]
@@ -332,6 +343,11 @@ def measure(server: Server, spec: Spec) -> dict[str, Any]:
                      lambda i: events_body(f"e{spec.batch}-{run}-{i}",
                                            [short_message(i * spec.batch + j)
                                             for j in range(spec.batch)]), spec.warmup),
+        run_scenario(server, f"events, batch of {spec.batch}, mixed lengths", "/v1/events",
+                     spec.batch, spec.requests_batch,
+                     lambda i: events_body(f"em-{run}-{i}", [
+                         mixed_message(i * spec.batch + j) for j in range(spec.batch)]),
+                     spec.warmup),
         run_scenario(server, "facts, batch of 1", "/v1/facts", 1, spec.requests_single,
                      lambda i: facts_body(f"f1-{run}-{i}", 0, 1), spec.warmup),
         run_scenario(server, f"facts, batch of {spec.batch}", "/v1/facts", spec.batch,

@@ -80,7 +80,8 @@ def responses(success: HTTPStatus, *errors: type[HakiError]) -> dict[int, Any]:
     may answer, which ``haki openapi`` adds (401, 403, 413, 415, 422, 500, 503)."""
     documented: dict[int, Any] = {int(success): {"description": success.phrase}}
     for error in errors:
-        summary = " ".join((error.__doc__ or "").split("\n\n")[0].split()).replace("``", "`").rstrip(".")
+        first = (error.__doc__ or "").split("\n\n")[0]
+        summary = " ".join(first.split()).replace("``", "`").rstrip(".")
         entry = documented.setdefault(error.status, {
             "description": "",
             "content": {CONTENT_TYPE: {"schema": {"$ref": ERROR_SCHEMA_REF}}},
