@@ -1,7 +1,9 @@
 """``haki load``, ``haki resolve`` and ``haki context``: write memory, settle conflicts, ask
 for context, from the shell.
 
-Both act as the runtime role (row-level security applies); ``context`` prints exactly the body
+They act as the runtime role (row-level security applies) through the routes' own core:
+``load`` writes through the write API's statements (as written, without its rules),
+``resolve`` is ``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly the body
 ``POST /v1/context`` returns.
 """
 
@@ -16,7 +18,8 @@ from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
 from haki.memory import MemoryWriter, parse_document
-from haki.memory.writer import resolve_conflict
+from haki.memory.api import ResolveRequest
+from haki.memory.conflicts import resolve
 from haki.models import ContextRequest
 from haki.settings import get_settings
 from haki.validation import parse
@@ -65,11 +68,12 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
+    """The core of ``POST /v1/conflicts/{id}/resolve``, with the project as the key's scope."""
     db = Database(database_url(get_settings(), Role.APP))
-    with db.transaction(args.project) as conn:
-        updated = resolve_conflict(conn, args.project, args.conflict_id, args.keep)
-    print(json.dumps({"conflict_id": str(args.conflict_id), "kept": str(args.keep),
-                      "superseded": [str(i) for i in updated if i != args.keep]}))
+    request = parse(ResolveRequest, {"project_id": args.project, "keep_fact_id": str(args.keep)})
+    resolved = resolve(db, args.project, args.conflict_id, request)
+    print(json.dumps({"conflict_id": str(resolved.conflict_id), "kept": str(resolved.kept_fact_id),
+                      "superseded": [str(i) for i in resolved.superseded_fact_ids]}))
     return 0
 
 
