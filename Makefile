@@ -14,10 +14,9 @@ include layers/model/recipe/recipe.mk
 include benchmarks/bench.mk
 
 run: install model
-	$(PY) -m haki.cli serve
+	$(PY) -m haki_local.cli serve
 
-test: install model
-	$(PY) -m ruff check .
+test: install model lint
 	$(PY) -m pytest
 
 install: $(STAMP)
@@ -28,8 +27,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
+# ruff, then the layering contract of pyproject.toml (infra/ is not an installed package).
 lint: install
 	$(PY) -m ruff check .
+	PYTHONPATH=infra $(VENV)/bin/lint-imports
 
 clean:
 	rm -rf build .haki cdk.out

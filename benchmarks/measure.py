@@ -7,7 +7,7 @@ runtime role (row-level security on, as in production).
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -15,17 +15,13 @@ from uuid import UUID
 import numpy as np
 import psycopg
 
-from benchmarks.naive import NAIVE_FACT_CANDIDATES, naive_assemble
 from benchmarks.synthetic import BenchQuery
-from haki.assembler import Assembly, RetrievalConfig, assemble
+from haki.assembler import QueryVector, RetrievalConfig, assemble
 from haki.assembler import sql as assembler_sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.models import ContextRequest
-from haki.settings import Settings
-
-Assembler = Callable[..., Assembly]
 
 
 @dataclass(frozen=True)
@@ -36,8 +32,6 @@ class Call:
     embed_ms: float
     retrieval_ms: float
     trace_ms: float
-    statements: int
-    round_trips: int
     candidates: int
     facts_served: int
     trace_id: UUID
@@ -48,9 +42,13 @@ class Context:
     """What every probe needs: the runtime-role URL and the assembler's inputs."""
 
     app_url: str
-    settings: Settings
     config: RetrievalConfig
     embedder: Embedder | None
+
+    @property
+    def naive_config(self) -> RetrievalConfig:
+        """The design page's baseline: every in-scope fact scored (``exhaustive``)."""
+        return replace(self.config, fact_candidates="exhaustive")
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
@@ -69,20 +67,18 @@ def _request(q: BenchQuery) -> ContextRequest:
                           purpose="benchmark")
 
 
-def _timed_call(ctx: Context, db: Database, q: BenchQuery, assembler: Assembler) -> Call:
+def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConfig) -> Call:
     """Embed the question with the real embedder (cost measured), then assemble with the
     synthetic vector the data was generated with."""
     started = time.perf_counter()
     if ctx.embedder is not None:
         ctx.embedder.embed_query(q.text)
     embedded = time.perf_counter()
-    result = assembler(_request(q), db=db, embedder=None, settings=ctx.settings,
-                       config=ctx.config, query_embedding=q.vector)
+    result = assemble(_request(q), QueryVector(q.vector), db=db, config=config)
     finished = time.perf_counter()
     return Call(
         e2e_ms=(finished - started) * 1000.0, embed_ms=(embedded - started) * 1000.0,
         retrieval_ms=result.timings_ms["retrieval"], trace_ms=result.timings_ms["trace"],
-        statements=result.statements, round_trips=result.round_trips,
         candidates=result.candidates, facts_served=result.facts_served,
         trace_id=result.response.trace_id)
 
@@ -90,26 +86,53 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, assembler: Assembler)
 def run_calls(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
               warmup: int = 0) -> list[Call]:
     """Sequential calls of the assembler (or the naive baseline); ``warmup`` untimed first."""
-    assembler: Assembler = naive_assemble if naive else assemble
+    config = ctx.naive_config if naive else ctx.config
     db = Database(ctx.app_url)
     try:
         for q in queries[:warmup]:
-            _timed_call(ctx, db, q, assembler)
-        return [_timed_call(ctx, db, q, assembler) for q in queries]
+            _timed_call(ctx, db, q, config)
+        return [_timed_call(ctx, db, q, config) for q in queries]
     finally:
         db.close()
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """What went over the wire per context call (``haki.db.protocol``), BEGIN/COMMIT apart."""
+
+    statements: list[int]
+    transaction_control: list[int]
+    round_trips: list[int]
+
+
+def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
+    """Statements and round trips of each call, counted on the connection's protocol trace
+    (a separate pass: tracing costs time, so the timed loops run without it)."""
+    db = Database(ctx.app_url)
+    counted = Protocol([], [], [])
+    try:
+        for q in queries:
+            with db.count_protocol() as counts:
+                assemble(_request(q), QueryVector(q.vector), db=db, config=ctx.config)
+            counted.statements.append(counts.statements)
+            counted.transaction_control.append(counts.transaction_control)
+            counted.round_trips.append(counts.round_trips)
+    finally:
+        db.close()
+    return counted
 
 
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the facts retrieval statement alone (with its planner settings, one
     pipelined round trip), inside the scoped transaction, rows fetched."""
-    statement = NAIVE_FACT_CANDIDATES if naive else assembler_sql.FACT_CANDIDATES
+    config = ctx.naive_config if naive else ctx.config
+    statement = assembler_sql.FACT_CANDIDATES[config.fact_candidates]
     db = Database(ctx.app_url)
     samples: list[float] = []
     try:
         for i, q in enumerate([*queries[:warmup], *queries]):
-            params = query_parameters(_request(q), q.vector, ctx.settings, ctx.config)
+            params = query_parameters(_request(q), q.vector, config)
             with db.transaction(q.project_id) as conn:
                 started = time.perf_counter()
                 with conn.pipeline():
@@ -145,7 +168,7 @@ def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
     returned: list[int] = []
     try:
         for q in queries:
-            params = query_parameters(_request(q), q.vector, ctx.settings, arm_only)
+            params = query_parameters(_request(q), q.vector, arm_only)
             exact = _arm_ids(db, q, params, settings=True, exact=True)
             hnsw = _arm_ids(db, q, params, settings=True, exact=False)
             plain = _arm_ids(db, q, params, settings=False, exact=False)
@@ -165,7 +188,7 @@ def _arm_ids(db: Database, q: BenchQuery, params: dict[str, Any], *, settings: b
             conn.execute(assembler_sql.PLANNER_SETTINGS, params)
         if exact:
             conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
-        rows = conn.execute(assembler_sql.FACT_CANDIDATES, params).fetchall()
+        rows = conn.execute(assembler_sql.FACT_CANDIDATES["two_phase"], params).fetchall()
     return {row[0] for row in rows}
 
 
@@ -194,7 +217,7 @@ def throughput(ctx: Context, queries: Sequence[BenchQuery], clients: int) -> dic
         db = Database(ctx.app_url)
         try:
             for q in shares[index]:
-                latencies[index].append(_timed_call(ctx, db, q, assemble).e2e_ms)
+                latencies[index].append(_timed_call(ctx, db, q, ctx.config).e2e_ms)
         except BaseException as exc:
             errors.append(exc)
         finally:

@@ -36,6 +36,8 @@ from haki.settings import SOURCE_ROOT, Settings
 log = logging.getLogger("benchmarks.scale")
 
 RESULTS_DIR = SOURCE_ROOT / "benchmarks" / "results"
+#: Calls whose statements and round trips are counted on the wire (an untimed pass).
+PROTOCOL_CALLS = 10
 
 
 def run_scenario(
@@ -50,7 +52,7 @@ def run_scenario(
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("TRUNCATE context_calls, context_traces")
     ctx = measure.Context(embedded_role_url(superuser_url, Role.APP, load.database),
-                          settings, config, embedder)
+                          RetrievalConfig.from_settings(settings, config), embedder)
     queries = Generator(scenario.dataset, now=now).queries(
         scenario.target_scopes(), scenario.queries, salt=zlib.crc32(scenario.name.encode()))
     naive_queries = queries[:scenario.naive_queries]
@@ -65,6 +67,7 @@ def run_scenario(
     log.info("%s: vector-arm recall on %d queries", scenario.name, scenario.recall_queries)
     recall = measure.vector_recall(ctx, queries[:scenario.recall_queries])
     traced = measure.trace_rows(owner_url, [c.trace_id for c in ours])
+    wire = measure.protocol(ctx, queries[:PROTOCOL_CALLS])
     log.info("%s: %d clients", scenario.name, plan.clients)
     concurrent = measure.throughput(ctx, queries[:plan.throughput_calls], plan.clients)
 
@@ -107,10 +110,11 @@ def run_scenario(
             "rows_returned_mean": _mean([float(n) for n in recall.returned]),
         },
         "per_call": {
-            "statements_mean": _mean([float(c.statements) for c in ours]),
-            "statements_max": max(c.statements for c in ours),
-            "round_trips_mean": _mean([float(c.round_trips) for c in ours]),
-            "round_trips_max": max(c.round_trips for c in ours),
+            "statements_mean": _mean([float(n) for n in wire.statements]),
+            "statements_max": max(wire.statements),
+            "transaction_control_mean": _mean([float(n) for n in wire.transaction_control]),
+            "round_trips_mean": _mean([float(n) for n in wire.round_trips]),
+            "round_trips_max": max(wire.round_trips),
             "trace_rows_mean": _mean([float(n) for n in traced]),
             "candidates_mean": _mean([float(c.candidates) for c in ours]),
             "facts_served_mean": _mean([float(c.facts_served) for c in ours]),

@@ -20,6 +20,7 @@ import argparse
 import json
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
                                   settings=settings.model_copy(
                                       update={"recall_max_distance": 0.0}),
                                   budget=args.budget)
+            without_floor = evaluator.config
             base_outcomes = evaluator.run()
             base = figures(base_outcomes)
             pairs = evaluator.candidate_distances(base_outcomes)
@@ -81,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             relevant = np.array([r for _, r in pairs])
             rows = []
             for threshold in sweep_points(distances, relevant):
-                run = figures(evaluator.run(settings=settings.model_copy(
-                    update={"recall_max_distance": threshold})))
+                run = figures(evaluator.run(
+                    replace(without_floor, recall_max_distance=threshold)))
                 rows.append({
                     "max_distance": threshold,
                     "relevant_kept": round(float(np.mean(distances[relevant] <= threshold)), 4),

@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from haki.assembler import assemble
+from haki.assembler import RetrievalConfig, assemble, embed_query
 from haki.db import Role
 from haki.embedding import Embedder, get_embedder
 from haki.models import ContextRequest, ContextResponse
@@ -24,6 +24,7 @@ from haki_aws.observability import api_entry, logger, record_assembly, tracer
 app = APIGatewayRestResolver(enable_validation=True)
 register_error_handlers(app)
 settings = get_settings()
+config = RetrievalConfig.from_settings(settings)
 db = runtime_database(Role.APP)
 
 
@@ -39,7 +40,7 @@ def post_context(request: ContextRequest) -> ContextResponse:
     logger.append_keys(project_id=project_id, subject_id=request.subject_id)
     assembly = assemble(
         request.model_copy(update={"project_id": project_id}),
-        db=db, embedder=embedder(), settings=settings,
+        embed_query(embedder(), request.query), db=db, config=config,
     )
     logger.append_keys(trace_id=str(assembly.response.trace_id))
     record_assembly(assembly)

@@ -1,4 +1,4 @@
-"""The REST API, built from ``haki.routes.ROUTES`` (the table the local server also serves).
+"""The REST API, built from ``haki_aws.routes.ROUTES`` (the table the local server also serves).
 
 Two different keys, two different jobs (docs/deploy.md, "Keys"):
 - ``Authorization: Bearer hk_...`` authenticates the tenant and fixes its project. The function
@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from haki.routes import Route
+from haki_aws.routes import Route
 from haki_infra.config import HakiConfig
 from haki_infra.nag import acknowledge
 

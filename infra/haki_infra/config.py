@@ -15,6 +15,8 @@ from typing import Any
 from aws_cdk import aws_logs as logs
 from constructs import Node
 
+from haki.settings import Settings
+
 #: Root of the checkout (``infra/haki_infra/config.py`` → two levels up).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "haki:"
@@ -127,19 +129,14 @@ class HakiConfig:
         return cls(**values)
 
 
-#: The variables ``haki.settings.Settings`` reads; anything else in ``runtime_env`` is a typo.
-RUNTIME_ENV_NAMES = frozenset(
-    {
-        "HAKI_EMBED_PROVIDER",
-        "HAKI_MODEL_DIR",
-        "HAKI_EMBED_THREADS",
-        "HAKI_RECALL_MAX_DISTANCE",
-        "HAKI_VOLATILITY_HORIZON_SLOW_DAYS",
-        "HAKI_VOLATILITY_HORIZON_VOLATILE_DAYS",
-        "HAKI_VOLATILITY_HORIZON_EPHEMERAL_DAYS",
-        "HAKI_LOG_LEVEL",
-    }
-)
+#: The ``HAKI_DB_*`` variables: the stack itself sets them on every function (the proxy).
+STACK_ENV_NAMES = frozenset(
+    name for name in Settings.environment_variables() if name.startswith("HAKI_DB_"))
+#: The variables a deployment may add: what ``haki.settings.Settings`` reads, minus what the
+#: stack sets and the two that only make sense on a developer's machine. Anything else in
+#: ``runtime_env`` is a typo.
+RUNTIME_ENV_NAMES = Settings.environment_variables() - STACK_ENV_NAMES - {
+    "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
 
 
 def _json(value: Any) -> Any:

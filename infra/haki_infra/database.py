@@ -14,7 +14,7 @@ from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from haki.db.connection import DATABASE_NAME
+from haki.roles import DATABASE_NAME
 from haki_infra.config import Engine, HakiConfig
 from haki_infra.nag import acknowledge
 from haki_infra.network import Network

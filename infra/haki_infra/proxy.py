@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_rds as rds
 from constructs import Construct
 
-from haki.db import Role
+from haki.roles import Role
 from haki_infra.database import PORT, Database
 from haki_infra.network import Network
 

@@ -8,9 +8,8 @@ from aws_cdk import App, CfnOutput, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from haki.db import Role
-from haki.db.connection import DATABASE_NAME
-from haki.routes import ROUTES
+from haki.roles import DATABASE_NAME, Role
+from haki_aws.routes import ROUTES
 from haki_infra.admin import AdminAccess
 from haki_infra.api import Api
 from haki_infra.config import HakiConfig
@@ -30,7 +29,7 @@ class ServiceFunction:
 
     key: str
     #: Folder under ``functions/``; the API routes name their function by it
-    #: (``haki.routes.ROUTES``).
+    #: (``haki_aws.routes.ROUTES``).
     folder: str
     handler: str
     #: The database role it logs in as, through the proxy.

@@ -45,7 +45,7 @@ def haki_env(data_dir: Path) -> dict[str, str]:
 def start_server(data_dir: Path) -> Server:
     """Start ``haki serve --port 0`` and wait for its banner (URL and key)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "haki.cli", "serve", "--port", "0"], env=haki_env(data_dir),
+        [sys.executable, "-m", "haki_local.cli", "serve", "--port", "0"], env=haki_env(data_dir),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     server = Server(process)
     lines: queue.Queue[str] = queue.Queue()
@@ -79,7 +79,7 @@ def stop_server(server: Server) -> int:
 
 
 def run_cli(data_dir: Path, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "haki.cli", *args], env=haki_env(data_dir),
+    done = subprocess.run([sys.executable, "-m", "haki_local.cli", *args], env=haki_env(data_dir),
                           capture_output=True, text=True, timeout=120, check=True)
     return done.stdout
 

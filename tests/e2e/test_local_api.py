@@ -9,8 +9,8 @@ from typing import Any
 
 import psycopg
 
-from haki.demo import DEMO_PROJECT, DEMO_SUBJECT
 from haki.stats import GRACE
+from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
 from tests.e2e.conftest import Client, Server, run_cli, start_server, stop_server
 
 

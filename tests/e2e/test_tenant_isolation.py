@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from haki.demo import DEMO_PROJECT, demo_document
+from haki_local.demo import DEMO_PROJECT, demo_document
 from tests.e2e.conftest import Client, Server, run_cli
 
 OTHER = "atelier-voyage"

@@ -9,7 +9,9 @@ import pytest
 
 import functions.context.app as context_app
 from haki.db import Database
-from haki.models import FactRecord
+from haki.errors import HakiError
+from haki.models import ContextRequest, FactRecord
+from haki.validation import parse
 from haki_aws.observability import logger
 from tests.handlers.conftest import FakeLambdaContext, Invoke, api_event
 
@@ -75,6 +77,10 @@ def test_invalid_requests_get_422_with_a_stable_code(
     assert answer.status == 422
     assert answer.json["error"]["code"] == code
     assert set(answer.json) == {"error"} and set(answer.json["error"]) == {"code", "message"}
+    # The CLI validates through the same core function: same code, same message.
+    with pytest.raises(HakiError) as cli:
+        parse(ContextRequest, payload)
+    assert {"code": cli.value.code, "message": cli.value.message} == answer.json["error"]
 
 
 @pytest.mark.parametrize(("raw", "fragment"), [

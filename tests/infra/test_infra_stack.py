@@ -7,7 +7,8 @@ import pytest
 from aws_cdk.assertions import Match
 from infra_synth import Synth
 
-from haki.routes import ROUTES
+from haki.settings import Settings
+from haki_aws.routes import ROUTES
 
 FunctionSet = dict[str, dict[str, Any]]
 
@@ -72,6 +73,8 @@ def test_functions_reach_the_proxy_as_their_own_database_user(synth: Synth) -> N
         assert env["HAKI_DB_IAM_AUTH"] == "1", key
         assert env["HAKI_DB_PORT"] == "5432", key
         assert env["HAKI_DB_NAME"] == "haki", key
+        # Every variable deployed is one the runtime's settings model reads.
+        assert set(env) <= Settings.environment_variables(), key
         role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
         statements = [
             s

@@ -12,10 +12,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, Assembly, RetrievalConfig, assemble
+from haki.assembler import DEFAULT_CONFIG, Assembly, QueryVector, RetrievalConfig, assemble
 from haki.db import Database
 from haki.models import ContextRequest
-from haki.settings import Settings
 
 NOW = datetime.now(UTC)
 
@@ -80,22 +79,18 @@ class Asker:
 
     db: Database
     project_id: str
-    settings: Settings
 
     def __call__(self, query: str, vector: np.ndarray, *, subject_id: str = "alice",
                  budget: int = 900, purpose: str | None = "test",
-                 config: RetrievalConfig = DEFAULT_CONFIG,
-                 settings: Settings | None = None) -> Assembly:
+                 config: RetrievalConfig = DEFAULT_CONFIG) -> Assembly:
         request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
                                  query=query, purpose=purpose, budget_tokens=budget)
-        return assemble(request, db=self.db, embedder=None,
-                        settings=settings or self.settings, config=config,
-                        query_embedding=vector)
+        return assemble(request, QueryVector(vector), db=self.db, config=config)
 
 
 @pytest.fixture
-def ask(app_db: Database, project_id: str, settings: Settings) -> Asker:
-    return Asker(app_db, project_id, settings)
+def ask(app_db: Database, project_id: str) -> Asker:
+    return Asker(app_db, project_id)
 
 
 def trace_rows(conn: psycopg.Connection, trace_id: uuid.UUID) -> list[dict[str, Any]]:

@@ -5,12 +5,11 @@ import json
 
 import psycopg
 
-from haki.assembler import RetrievalConfig, assemble
+from haki.assembler import RetrievalConfig, assemble, embed_query
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.memory import MemoryWriter, parse_document_text
 from haki.models import ContextRequest
-from haki.settings import Settings
 
 FACTS = [
     ("invoice_language", "Les factures doivent être envoyées en français"),
@@ -36,8 +35,8 @@ def _top(db: Database, embedder: Embedder, project_id: str, query: str,
          config: RetrievalConfig | None = None) -> list[str]:
     request = ContextRequest(project_id=project_id, subject_id="client-42", query=query,
                              purpose="test")
-    result = assemble(request, db=db, embedder=embedder, settings=Settings(),
-                      **({"config": config} if config else {}))
+    result = assemble(request, embed_query(embedder, query), db=db,
+                      config=config or RetrievalConfig())
     return [str(f.id) for f in result.response.packet.facts]
 
 

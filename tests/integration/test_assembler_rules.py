@@ -1,10 +1,11 @@
-"""Every rule of the assembler (SPEC §4) on a real PostgreSQL + pgvector.
+"""Every rule of the assembler (docs/spec.md §4) on a real PostgreSQL + pgvector.
 
 Facts are seeded with chosen embeddings and the query vector is given directly, so each test
 controls which candidate wins and why. The real embedder is exercised in
 ``test_assembler_language.py``.
 """
 
+from dataclasses import replace
 from datetime import timedelta
 from uuid import UUID
 
@@ -12,13 +13,13 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import Assembly, RetrievalConfig, sql
+from haki.assembler import DEFAULT_CONFIG, Assembly, RetrievalConfig, sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
-from haki.models import ContextRequest, parse_context_request
-from haki.settings import Settings
+from haki.models import ContextRequest
 from haki.text import estimate_tokens, fact_text
+from haki.validation import parse
 from tests.integration.conftest import NOW, Asker, Seeder, blend, trace_rows, unit_vector
 
 Q = unit_vector(1)
@@ -202,18 +203,20 @@ def test_a_fact_that_does_not_fit_does_not_stop_smaller_ones(
 def test_invalid_budget_is_budget_exceeded(budget: object) -> None:
     body = {"project_id": "p", "subject_id": "s", "query": "q", "budget_tokens": budget}
     with pytest.raises(BudgetExceeded) as info:
-        parse_context_request(body)
+        parse(ContextRequest, body)
     assert info.value.code == "budget_exceeded" and info.value.status == 422
 
 
 def test_request_validation_codes() -> None:
     with pytest.raises(MissingScope):
-        parse_context_request({"project_id": "p", "query": "q"})
+        parse(ContextRequest, {"project_id": "p", "query": "q"})
+    with pytest.raises(MissingScope):  # empty is absent, as over HTTP
+        parse(ContextRequest, {"project_id": "", "subject_id": "s", "query": "q"})
     with pytest.raises(ValidationFailed):
-        parse_context_request({"project_id": "p", "subject_id": "s", "query": ""})
+        parse(ContextRequest, {"project_id": "p", "subject_id": "s", "query": ""})
     with pytest.raises(ValidationFailed):
-        parse_context_request({"project_id": "p", "subject_id": "s", "query": "q", "x": 1})
-    assert parse_context_request(
+        parse(ContextRequest, {"project_id": "p", "subject_id": "s", "query": "q", "x": 1})
+    assert parse(ContextRequest,
         {"project_id": "p", "subject_id": "s", "query": "q"}).budget_tokens == 900
 
 
@@ -231,7 +234,7 @@ def test_floor_on_excludes_far_facts_and_episodes(
     near = seed.fact("note", "near", close(1, 0.1))
     far = seed.fact("note", "far away", unit_vector(500))
     far_event = seed.event("conversation.message", {"text": "far"}, unit_vector(501))
-    result = ask("x", Q, settings=Settings(recall_max_distance=0.3))
+    result = ask("x", Q, config=replace(DEFAULT_CONFIG, recall_max_distance=0.3))
     assert served(result) == [near]
     rows = trace_rows(owner_conn, result.response.trace_id)
     gated = {r["fact_id"] or r["event_id"] for r in rows
@@ -242,7 +245,7 @@ def test_floor_on_excludes_far_facts_and_episodes(
 def test_all_gated_gives_no_relevant_memory_with_status_ok(seed: Seeder, ask: Asker) -> None:
     seed.fact("note", "far away", unit_vector(500))
     seed.fact("note", "also far", unit_vector(501))
-    packet = ask("x", Q, settings=Settings(recall_max_distance=0.3)).response.packet
+    packet = ask("x", Q, config=replace(DEFAULT_CONFIG, recall_max_distance=0.3)).response.packet
     assert packet.facts == [] and packet.empty_reason == "no_relevant_memory"
     assert packet.status == "ok" and packet.warnings == []
 
@@ -277,7 +280,7 @@ def test_multi_hop_brings_a_fact_linked_by_an_entity(
 def test_multi_hop_is_not_gated_by_the_floor(seed: Seeder, ask: Asker) -> None:
     _, linked = _multi_hop_scope(seed)
     result = ask("who is the manager", Q, budget=5000,
-                 settings=Settings(recall_max_distance=0.5))
+                 config=replace(DEFAULT_CONFIG, recall_max_distance=0.5))
     assert linked in served(result)
 
 
@@ -379,7 +382,8 @@ def test_horizons_are_configurable(seed: Seeder, ask: Asker) -> None:
     fact = seed.fact("c", "volatile, 10 days old", close(1), volatility="volatile",
                      recorded_from=NOW - timedelta(days=10))
     assert served(ask("x", Q)) == [fact]
-    assert served(ask("x", Q, settings=Settings(volatility_horizon_volatile_days=5))) == []
+    shorter = replace(DEFAULT_CONFIG, volatility_horizon_volatile_days=5)
+    assert served(ask("x", Q, config=shorter)) == []
 
 
 def test_missing_purpose_degrades(seed: Seeder, ask: Asker) -> None:
@@ -479,8 +483,7 @@ def test_hnsw_breadth_follows_the_table_size(
     capped = RetrievalConfig(hnsw_rows_per_ef=1, hnsw_ef_search_max=200)
     for config, expected in ((default, 100), (per_fact, min(rows[0], 1000)), (capped, 200)):
         params = query_parameters(
-            ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
-            Settings(), config)
+            ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q, config)
         with app_db.transaction(project_id) as conn:
             conn.execute(sql.PLANNER_SETTINGS, params)
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),)

@@ -98,7 +98,7 @@ def test_conflicts_open_and_resolve(
 
 def _cli(args: list[str], db_url: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HAKI_DATABASE_URL": db_url}
-    return subprocess.run([sys.executable, "-m", "haki.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "haki_local.cli", *args], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
 
 

@@ -16,7 +16,6 @@ from haki.assembler import RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
-from haki.settings import Settings
 from tests.integration.conftest import Asker
 
 pytestmark = pytest.mark.slow
@@ -100,7 +99,7 @@ def test_vector_arm_recall_against_exact_top_64(
     db = Database(urls[Role.APP])
     recalls = []
     with connect(urls[Role.OWNER]) as owner:
-        ask = Asker(db, PROJECT, Settings())
+        ask = Asker(db, PROJECT)
         for query in _clustered(rng, centroids, queries):
             exact = _exact_top(owner, subject, query)
             got = _arm_rows(ask, owner, subject, query)

@@ -19,8 +19,13 @@ from haki import stats
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
+from haki.stats import histogram as buckets
 
-NOW = datetime.now(UTC)
+
+@pytest.fixture
+def now() -> datetime:
+    """This test's "now" (read when it starts, not when the module was collected)."""
+    return datetime.now(UTC)
 
 
 @pytest.fixture(scope="module")
@@ -56,12 +61,13 @@ def _call(conn: psycopg.Connection, project: str, subject: str, *, at: datetime,
         (uuid.uuid4(), project, subject, tokens, facts, latency, at))
 
 
-def _seed(conn: psycopg.Connection, project: str, seed: int, hours: int = 30) -> None:
+def _seed(conn: psycopg.Connection, project: str, seed: int, now: datetime,
+          hours: int = 30) -> None:
     rng = np.random.default_rng(seed)
     for subject in ("alice", "bob"):
         for _ in range(60):
             _call(conn, project, subject,
-                  at=NOW - timedelta(minutes=float(rng.uniform(0, hours * 60))),
+                  at=now - timedelta(minutes=float(rng.uniform(0, hours * 60))),
                   latency=float(rng.lognormal(3, 0.9)), facts=int(rng.integers(0, 3)),
                   tokens=int(rng.integers(0, 900)))
 
@@ -78,9 +84,9 @@ def _raw(conn: psycopg.Connection, project: str, subject: str | None) -> dict[st
             return None
         ordered = sorted(r[0] for r in rows)
         value = ordered[math.ceil(len(ordered) * percent / 100) - 1]
-        bucket = min(bisect.bisect_right(stats.LATENCY_BOUNDS_MS, value),
-                     len(stats.LATENCY_BOUNDS_MS) - 1)
-        return float(stats.LATENCY_BOUNDS_MS[bucket])
+        bucket = min(bisect.bisect_right(buckets.LATENCY_BOUNDS_MS, value),
+                     len(buckets.LATENCY_BOUNDS_MS) - 1)
+        return float(buckets.LATENCY_BOUNDS_MS[bucket])
 
     rate = sum(r[1] > 0 for r in rows) / len(rows) if rows else None
     return {"recall_count": len(rows), "context_tokens_served": sum(r[2] for r in rows),
@@ -101,11 +107,11 @@ def _rollups(conn: psycopg.Connection) -> list[tuple]:
 
 
 def test_overview_matches_raw_calls_before_after_and_after_rerun(
-    owner: psycopg.Connection, app: Database, stats_db: Database
+    owner: psycopg.Connection, app: Database, stats_db: Database, now: datetime
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
-    _seed(owner, project, seed=1)
-    _seed(owner, project + "-other", seed=2)
+    _seed(owner, project, seed=1, now=now)
+    _seed(owner, project + "-other", seed=2, now=now)
     for subject in (None, "alice", "bob"):
         assert _figures(stats.overview(app, project_id=project, subject_id=subject)) == _raw(
             owner, project, subject)
@@ -118,23 +124,24 @@ def test_overview_matches_raw_calls_before_after_and_after_rerun(
         assert _figures(stats.overview(app, project_id=project, subject_id=subject)) == _raw(
             owner, project, subject)
 
-    again = stats.aggregate(stats_db, rerun_from=NOW - timedelta(days=3))
+    again = stats.aggregate(stats_db, rerun_from=now - timedelta(days=3))
     assert _rollups(owner) == rolled
     assert again.rolled_until == result.rolled_until
     assert _figures(stats.overview(app, project_id=project)) == _raw(owner, project, None)
 
 
 def test_watermark_is_hour_aligned_and_leaves_the_grace_period_in_the_tail(
-    owner: psycopg.Connection, app: Database, stats_db: Database
+    owner: psycopg.Connection, app: Database, stats_db: Database, now: datetime
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     # A call whose transaction started 5 minutes ago may still be committing: it must stay
     # in the tail, not fall behind the watermark.
-    _call(owner, project, "s", at=NOW - timedelta(minutes=5), latency=12.0, facts=1, tokens=9)
+    _call(owner, project, "s", at=now - timedelta(minutes=5), latency=12.0, facts=1, tokens=9)
     result = stats.aggregate(stats_db)
-    assert result.rolled_until <= NOW - stats.GRACE
+    # The cutoff is read from the clock during the aggregation: after it, at the latest.
+    assert result.rolled_until <= datetime.now(UTC) - stats.GRACE
     assert result.rolled_until.minute == 0 and result.rolled_until.second == 0
-    assert NOW - result.rolled_until < stats.GRACE + timedelta(hours=1)
+    assert now - result.rolled_until < stats.GRACE + timedelta(hours=1)
     rolled = owner.execute(
         "SELECT count(*) FROM stats_rollups WHERE project_id = %s", (project,)).fetchone()
     assert rolled == (0,)
@@ -143,10 +150,10 @@ def test_watermark_is_hour_aligned_and_leaves_the_grace_period_in_the_tail(
 
 
 def test_rollups_of_an_hour_equal_the_raw_calls_of_that_hour(
-    owner: psycopg.Connection, stats_db: Database
+    owner: psycopg.Connection, stats_db: Database, now: datetime
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
-    hour = (NOW - timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
+    hour = (now - timedelta(hours=5)).replace(minute=0, second=0, microsecond=0)
     latencies = [0.5, 1.0, 9.99, 10.0, 250.0, 45_000.0]
     for i, latency in enumerate(latencies):
         _call(owner, project, "s", at=hour + timedelta(minutes=i * 9), latency=latency,
@@ -158,16 +165,19 @@ def test_rollups_of_an_hour_equal_the_raw_calls_of_that_hour(
     assert len(row) == 1
     bucket_start, calls, with_facts, tokens, hist = row[0]
     assert bucket_start == hour and calls == 6 and with_facts == 3 and tokens == 150
-    assert hist == stats.histogram(latencies)
+    expected = [0] * buckets.HISTOGRAM_SIZE
+    for latency in latencies:
+        expected[bisect.bisect_right(buckets.LATENCY_BOUNDS_MS, latency)] += 1
+    assert hist == expected
 
 
 def test_overview_counts_memory_and_scope(
-    owner: psycopg.Connection, app: Database
+    owner: psycopg.Connection, app: Database, now: datetime
 ) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
     ids = []
-    expired = NOW - timedelta(days=1)
+    expired = now - timedelta(days=1)
     for subject, status, valid_to in (("a", "active", None), ("a", "active", expired),
                                       ("a", "superseded", None), ("b", "active", None)):
         fact_id = uuid.uuid4()
@@ -176,21 +186,35 @@ def test_overview_counts_memory_and_scope(
             "INSERT INTO facts (id, project_id, subject_id, predicate, value, status, valid_to, "
             "valid_from, embedding) VALUES (%s, %s, %s, 'p', %s, %s, %s, %s, %s)",
             (fact_id, project, subject, json.dumps("v"), status, valid_to,
-             NOW - timedelta(days=30), vec))
+             now - timedelta(days=30), vec))
     owner.execute(
         "INSERT INTO conflict_sets (project_id, subject_id, fact_ids) VALUES (%s, 'a', %s)",
         (project, ids[:2]))
     for days_ago in (0, 0, 3, 6, 7, 40):
         owner.execute(
             "INSERT INTO events (project_id, subject_id, kind, occurred_at, embedding) "
-            "VALUES (%s, 'a', 'k', %s, %s)", (project, NOW - timedelta(days=days_ago), vec))
+            "VALUES (%s, 'a', 'k', %s, %s)", (project, now - timedelta(days=days_ago), vec))
     everything = stats.overview(app, project_id=project)
     assert everything.active_facts == 2 and everything.open_conflicts == 1
     week = everything.events_this_week
-    assert len(week) == 7 and week[-1].date == NOW.date()
+    assert len(week) == 7 and week[-1].date == now.date()
     assert [d.count for d in week] == [1, 0, 0, 1, 0, 0, 2]
     assert everything.recall_count == 0 and everything.recall_p50_ms is None
     only_b = stats.overview(app, project_id=project, subject_id="b")
     assert only_b.active_facts == 1 and only_b.open_conflicts == 0
     assert sum(d.count for d in only_b.events_this_week) == 0
     assert stats.overview(app, project_id=project + "-nobody").active_facts == 0
+
+
+def test_sql_buckets_are_half_open_and_match_the_reference(pg_superuser_url: str) -> None:
+    """``width_bucket`` (what the rollup and the overview run) puts a latency in the bucket
+    the percentiles assume: [bound_i-1, bound_i), overflow in the last one."""
+    samples = [0.0, 0.999, 1.0, 9.99, 10.0, 29_999.9, 30_000.0, 1e9]
+    with psycopg.connect(pg_superuser_url) as conn:
+        rows = conn.execute(
+            "SELECT width_bucket(x, %s::float8[]) FROM unnest(%s::float8[]) AS x",
+            (list(buckets.LATENCY_BOUNDS_MS), samples)).fetchall()
+    reference = [bisect.bisect_right(buckets.LATENCY_BOUNDS_MS, x) for x in samples]
+    assert [r[0] for r in rows] == reference
+    assert [r[0] for r in rows][:3] == [0, 0, 1]
+    assert rows[-1][0] == buckets.HISTOGRAM_SIZE - 1

@@ -9,7 +9,6 @@ import pytest
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
-from haki.settings import Settings
 from tests.integration.conftest import NOW, Asker, Seeder, blend, unit_vector
 
 STATEMENT_LOG = """
@@ -48,7 +47,7 @@ def test_call_and_trace_are_one_statement(logged_db: dict[Role, str]) -> None:
         for i in range(3):
             seeder.event("conversation.message", {"text": f"event {i}"}, unit_vector(200 + i))
         db = Database(logged_db[Role.APP])
-        result = Asker(db, "p1", Settings())("fact", q, budget=40)
+        result = Asker(db, "p1")("fact", q, budget=40)
         db.close()
         log = owner.execute(
             "SELECT table_name, rows_written, txid, started FROM statement_log").fetchall()

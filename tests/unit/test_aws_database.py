@@ -8,7 +8,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from haki.db import Role
 from haki.errors import ConfigurationError
-from haki_aws.database import ProxyEndpoint, iam_conninfo, runtime_database
+from haki.settings import Settings
+from haki_aws.database import iam_conninfo, runtime_database
 
 ENV = {"HAKI_DB_IAM_AUTH": "1", "HAKI_DB_HOST": "proxy.example", "HAKI_DB_PORT": "5432",
        "HAKI_DB_NAME": "haki", "HAKI_DB_USER": "haki_app"}
@@ -22,7 +23,7 @@ def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_iam_conninfo_mints_a_signed_token_and_requires_tls(fake_credentials: None) -> None:
-    conninfo = iam_conninfo(ProxyEndpoint.from_env(ENV))
+    conninfo = iam_conninfo(Settings.from_env(ENV))
     params = conninfo_to_dict(conninfo())
     assert params["host"] == "proxy.example" and params["user"] == "haki_app"
     assert params["dbname"] == "haki" and params["sslmode"] == "require"
@@ -34,5 +35,11 @@ def test_iam_conninfo_mints_a_signed_token_and_requires_tls(fake_credentials: No
 
 def test_iam_auth_without_host_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="HAKI_DB_HOST"):
-        runtime_database(
-            Role.APP, {"HAKI_DB_IAM_AUTH": "1", "HAKI_DB_NAME": "haki", "HAKI_DB_USER": "u"})
+        Settings.from_env({"HAKI_DB_IAM_AUTH": "1", "HAKI_DB_NAME": "haki", "HAKI_DB_USER": "u"})
+
+
+def test_without_iam_auth_the_handle_uses_the_core_url() -> None:
+    """No IAM flag: the configured URL is used as given, and nothing connects yet."""
+    url = "postgresql://haki_app@db.example/haki"
+    db = runtime_database(Role.APP, Settings(database_url=url))
+    assert db.conninfo() == url

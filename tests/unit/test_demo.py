@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from haki.demo import ANCHOR, DEMO_PROJECT, DEMO_SUBJECT, demo_document, shift_dates
+from haki_local.demo import ANCHOR, DEMO_PROJECT, DEMO_SUBJECT, demo_document, shift_dates
 
 
 def test_demo_covers_the_cases_the_local_api_shows() -> None:

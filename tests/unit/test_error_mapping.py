@@ -4,8 +4,9 @@ parsing, and the code read back from a proxy result."""
 import json
 
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
+from haki.validation import classify_validation
 from haki_aws.auth import bearer_token
-from haki_aws.errors import as_proxy_result, classify_validation, error_code, error_response
+from haki_aws.errors import as_proxy_result, error_code, error_response
 
 
 def _err(kind: str, *loc: object, **ctx: object) -> dict[str, object]:

@@ -4,8 +4,8 @@ of the REST proxy events it builds (no database, handlers stubbed)."""
 import json
 from typing import Any
 
-from haki.routes import ROUTES
-from haki_aws.local_server import LocalGateway
+from haki_aws.routes import ROUTES
+from haki_local.server import LocalGateway
 
 
 def _recording_gateway() -> tuple[LocalGateway, list[dict[str, Any]]]:

@@ -1,6 +1,6 @@
 """``docs/openapi.json`` is what the handlers generate: regenerate with ``haki openapi``."""
 
-from haki_aws.openapi import OPENAPI_PATH, build_openapi, render
+from haki_local.openapi import OPENAPI_PATH, build_openapi, render
 
 
 def test_committed_openapi_document_is_up_to_date() -> None:

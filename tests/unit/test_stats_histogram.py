@@ -1,4 +1,4 @@
-"""The latency histogram: fixed bounds, merge by element-wise sum, and percentiles that are
+"""The latency histogram: fixed bounds, and percentiles that are
 exactly the nearest-rank percentile of the raw latencies rounded up to a bucket bound."""
 
 import bisect
@@ -9,17 +9,17 @@ from datetime import UTC, datetime
 
 import pytest
 
-from haki.stats import (
-    HISTOGRAM_SIZE,
-    LATENCY_BOUNDS_MS,
-    CallTotals,
-    build_overview,
-    fold_rollups,
-    histogram,
-    histogram_percentile,
-    latency_bucket,
-    merge_histograms,
-)
+from haki.stats.aggregation import fold_rollups
+from haki.stats.histogram import HISTOGRAM_SIZE, LATENCY_BOUNDS_MS, histogram_percentile
+from haki.stats.overview import CallTotals, build_overview
+
+
+def histogram(latencies_ms: list[float]) -> list[int]:
+    """The test's reference bucketing: half-open buckets like SQL ``width_bucket``."""
+    counts = [0] * HISTOGRAM_SIZE
+    for latency in latencies_ms:
+        counts[bisect.bisect_right(LATENCY_BOUNDS_MS, latency)] += 1
+    return counts
 
 
 def _raw_percentile(latencies: list[float], percent: int) -> float:
@@ -32,27 +32,6 @@ def _raw_percentile(latencies: list[float], percent: int) -> float:
 
 def test_bounds_are_strictly_increasing() -> None:
     assert all(a < b for a, b in itertools.pairwise(LATENCY_BOUNDS_MS))
-
-
-def test_bucket_edges_are_half_open_like_sql_width_bucket() -> None:
-    assert latency_bucket(0.0) == 0
-    assert latency_bucket(0.999) == 0
-    assert latency_bucket(1.0) == 1  # width_bucket(1, '{1,2,...}') = 1
-    assert latency_bucket(29_999.9) == len(LATENCY_BOUNDS_MS) - 1
-    assert latency_bucket(1e9) == HISTOGRAM_SIZE - 1
-
-
-def test_merge_of_histograms_is_the_histogram_of_the_union() -> None:
-    rng = random.Random(7)
-    parts = [[rng.lognormvariate(3, 1) for _ in range(rng.randint(0, 300))] for _ in range(12)]
-    merged = merge_histograms([histogram(p) for p in parts])
-    assert merged == histogram([x for p in parts for x in p])
-    assert merge_histograms([]) == [0] * HISTOGRAM_SIZE
-
-
-def test_merge_refuses_a_histogram_of_other_bounds() -> None:
-    with pytest.raises(ValueError, match="buckets"):
-        merge_histograms([[1, 2, 3]])
 
 
 @pytest.mark.parametrize("seed", range(20))

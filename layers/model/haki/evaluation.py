@@ -18,7 +18,6 @@ plus the assembler's own time.
 """
 
 import json
-import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ import psycopg
 from psycopg import sql
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from haki.assembler import DEFAULT_CONFIG, RetrievalConfig, assemble
+from haki.assembler import DEFAULT_CONFIG, QueryVector, RetrievalConfig, assemble, embed_query
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
 from haki.db.connection import embedded_role_url
@@ -149,31 +148,23 @@ class Evaluator:
                  settings: Settings, budget: int = DEFAULT_BUDGET_TOKENS) -> None:
         self.labelled = labelled
         self.db = db
-        self.settings = settings
         self.budget = budget
-        self.vectors: list[np.ndarray] = []
-        self.embed_ms: list[float] = []
-        for q in labelled.queries:
-            started = time.perf_counter()
-            self.vectors.append(embedder.embed_query(q.query))
-            self.embed_ms.append((time.perf_counter() - started) * 1000.0)
+        self.config = RetrievalConfig.from_settings(settings)
+        self.vectors: list[QueryVector] = [embed_query(embedder, q.query)
+                                           for q in labelled.queries]
 
-    def run(self, config: RetrievalConfig = DEFAULT_CONFIG,
-            settings: Settings | None = None) -> list[Outcome]:
-        """Every question through ``assemble`` with ``config`` (and ``settings``)."""
+    def run(self, config: RetrievalConfig | None = None) -> list[Outcome]:
+        """Every question through ``assemble`` with ``config`` (default: the settings')."""
         outcomes = []
-        for q, vector, embed_ms in zip(
-                self.labelled.queries, self.vectors, self.embed_ms, strict=True):
+        for q, vector in zip(self.labelled.queries, self.vectors, strict=True):
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or self.budget)
-            result = assemble(request, db=self.db, embedder=None,
-                              settings=settings or self.settings, config=config,
-                              query_embedding=vector)
+            result = assemble(request, vector, db=self.db, config=config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
                 q, coverage(q, packet), result.response.token_count,
-                embed_ms + result.timings_ms["total"], result.facts_served,
+                result.timings_ms["total"], result.facts_served,
                 result.episodes_served, result.response.trace_id))
         return outcomes
 
@@ -245,7 +236,8 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
                 "embedder": embedder.provider,
                 "budget_tokens": budget,
                 **figures(outcomes),
-                "ablations": {name: figures(evaluator.run(config))
+                "ablations": {name: figures(evaluator.run(
+                                  RetrievalConfig.from_settings(settings, config)))
                               for name, config in ABLATIONS.items()},
             }
             if with_misses:

@@ -3,15 +3,14 @@ memory document (``haki load``). The core passes these between layers; handlers 
 input into them and serialise them back out.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
 
-from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
-
-#: Bounds of the public contract (SPEC §4).
+#: Bounds of the public contract (docs/spec.md §4).
 SCOPE_MAX_CHARS = 128
 PURPOSE_MAX_CHARS = 128
 #: A query longer than this is refused: nothing useful is that long, and it bounds the work.
@@ -20,7 +19,6 @@ DEFAULT_BUDGET_TOKENS = 900
 #: The largest budget accepted; a larger one is a client mistake (``budget_exceeded``).
 MAX_BUDGET_TOKENS = 100_000
 
-ScopeId = str
 Status = Literal["ok", "degraded"]
 EmptyReason = Literal["no_memory", "no_relevant_memory", "all_filtered"]
 FactStatus = Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
@@ -63,28 +61,6 @@ class ContextRequest(_Strict):
         return cleaned
 
 
-def parse_context_request(body: object) -> ContextRequest:
-    """Validate a context request body, raising the contract's error codes.
-
-    Missing scope → ``missing_scope``; a budget that is not a positive integer (or is above
-    ``MAX_BUDGET_TOKENS``) → ``budget_exceeded``; anything else → ``validation_error``.
-    """
-    try:
-        return ContextRequest.model_validate(body)
-    except ValidationError as exc:
-        errors = exc.errors()
-        fields = [str(e["loc"][0]) if e["loc"] else "" for e in errors]
-        for error, field in zip(errors, fields, strict=True):
-            if field in ("project_id", "subject_id") and error["type"] == "missing":
-                raise MissingScope(f"{field} is required") from exc
-        if "budget_tokens" in fields:
-            raise BudgetExceeded(
-                f"budget_tokens must be a positive integer no larger than {MAX_BUDGET_TOKENS}"
-            ) from exc
-        first, field = errors[0], fields[0]
-        raise ValidationFailed(f"{field or 'body'}: {first['msg']}") from exc
-
-
 class PacketFact(_Strict):
     id: UUID
     predicate: str
@@ -120,7 +96,13 @@ class ContextResponse(_Strict):
 # --------------------------------------------------------------------------- inspect
 
 
-class TraceDecision(_Strict):
+# A plain slots dataclass rather than a model: the packer makes ~100 of these per context
+# call, and inspect returns them as they are (Pydantic validates and documents its fields).
+@dataclass(frozen=True, slots=True)
+class TraceDecision:
+    """One decision of the trace: what was decided for one candidate considered, and why."""
+
+    #: Position in the order the packer considered the candidates.
     ordinal: int
     fact_id: UUID | None
     event_id: UUID | None
@@ -132,7 +114,7 @@ class TraceDecision(_Strict):
     text_rank: float | None
     recency: float | None
     tokens: int | None
-    unconfirmed: bool
+    unconfirmed: bool = False
 
 
 class InspectResponse(_Strict):

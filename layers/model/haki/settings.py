@@ -1,7 +1,9 @@
 """Runtime configuration, read once from the environment into one validated model.
 
 No other module reads ``os.environ``: code asks :func:`get_settings` (cached) or receives a
-``Settings`` explicitly (tests and benchmarks build their own).
+``Settings`` explicitly (tests and benchmarks build their own). Each field ``name`` is read
+from ``HAKI_<NAME>``; :meth:`Settings.environment_variables` lists them, and the CDK app
+checks the runtime variables it deploys against that list.
 """
 
 import os
@@ -9,9 +11,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from haki.errors import ConfigurationError
+from haki.roles import DATABASE_NAME
 
 #: Root of a source checkout (``layers/model/haki`` → three levels up). In the Lambda layer the
 #: package sits in ``/opt/python`` and this path does not hold a checkout; nothing below relies
@@ -57,6 +60,27 @@ class Settings(BaseModel):
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
 
+    # Deployed functions reach the database through RDS Proxy with IAM auth; the CDK stack
+    # sets these and the AWS edge (``haki_aws.database``) reads them from here.
+    #: ``HAKI_DB_IAM_AUTH``: log in with a short-lived IAM token instead of ``database_url``.
+    db_iam_auth: bool = False
+    #: ``HAKI_DB_HOST`` / ``_PORT`` / ``_NAME`` / ``_USER``: where and as whom to log in.
+    db_host: str | None = Field(default=None, min_length=1)
+    db_port: int = Field(default=5432, gt=0, lt=65536)
+    db_name: str = Field(default=DATABASE_NAME, min_length=1)
+    db_user: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _iam_endpoint_complete(self) -> "Settings":
+        if self.db_iam_auth and not (self.db_host and self.db_user):
+            raise ValueError("HAKI_DB_IAM_AUTH=1 needs HAKI_DB_HOST and HAKI_DB_USER")
+        return self
+
+    @classmethod
+    def environment_variables(cls) -> frozenset[str]:
+        """The names of every variable :meth:`from_env` reads."""
+        return frozenset(f"HAKI_{name.upper()}" for name in cls.model_fields)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
         """Build settings from ``HAKI_*`` variables; unknown ``HAKI_*`` names are ignored."""
@@ -70,7 +94,8 @@ class Settings(BaseModel):
             return cls(**values)
         except ValidationError as exc:
             problems = "; ".join(
-                f"HAKI_{str(err['loc'][0]).upper()}: {err['msg']}" for err in exc.errors()
+                (f"HAKI_{str(err['loc'][0]).upper()}: " if err["loc"] else "") + err["msg"]
+                for err in exc.errors()
             )
             raise ConfigurationError(f"invalid configuration: {problems}") from exc
 

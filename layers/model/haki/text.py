@@ -9,7 +9,7 @@ from typing import Any
 
 
 def estimate_tokens(text: str) -> int:
-    """The budget's token estimate (SPEC §4): ``max(1, len(text) // 4)``."""
+    """The budget's token estimate (docs/spec.md §4): ``max(1, len(text) // 4)``."""
     return max(1, len(text) // 4)
 
 

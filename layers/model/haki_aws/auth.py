@@ -1,4 +1,4 @@
-"""API-key authentication and tenancy at the edge (SPEC §6).
+"""API-key authentication and tenancy at the edge (docs/spec.md §6).
 
 Every request presents ``Authorization: Bearer hk_...``. The key is resolved before routing
 (so an unauthenticated caller learns nothing, not even whether its body is valid); the

@@ -1,4 +1,4 @@
-"""``assemble``: one context call, from the query to the packet and its persisted trace."""
+"""``assemble``: one context call, from the query vector to the packet and its persisted trace."""
 
 import time
 import uuid
@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from haki.assembler import sql
-from haki.assembler.config import DEFAULT_CONFIG, RetrievalConfig
+from haki.assembler.config import RetrievalConfig
 from haki.assembler.entities import extract_entities
 from haki.assembler.packing import Packer
 from haki.assembler.retrieval import query_parameters, retrieve, retrieve_multi_hop
@@ -15,14 +14,21 @@ from haki.assembler.trace import write_trace
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.models import ContextRequest, ContextResponse
-from haki.settings import Settings
 
-#: Statements a call sends besides retrieval: the scope (set by ``Database.transaction``) and
-#: the single trace write (BEGIN and COMMIT are not counted as statements). Round trips in the
-#: pipelined transaction: BEGIN + scope (the liveness check), then retrieval's own, then the
-#: trace write queued with COMMIT.
-_SCOPE_AND_TRACE_STATEMENTS = 2
-_BEGIN_AND_COMMIT_ROUND_TRIPS = 2
+
+@dataclass(frozen=True)
+class QueryVector:
+    """The query's embedding, and what computing it cost (recorded in the call row)."""
+
+    vector: np.ndarray
+    embed_ms: float = 0.0
+
+
+def embed_query(embedder: Embedder, text: str) -> QueryVector:
+    """Embed a question, timed."""
+    started = time.perf_counter()
+    vector = embedder.embed_query(text)
+    return QueryVector(vector, _ms(started, time.perf_counter()))
 
 
 @dataclass(frozen=True)
@@ -34,49 +40,27 @@ class Assembly:
     candidates: int
     facts_served: int
     episodes_served: int
-    #: ``embed``, ``retrieval`` (all SQL before the trace), ``trace``, ``total``.
+    #: ``embed`` (the query vector's own cost), ``retrieval`` (all SQL before the trace),
+    #: ``trace`` (the trace write with the commit), ``total`` (embed + the transaction).
     timings_ms: dict[str, float]
-    statements: int
-    round_trips: int
 
 
 def assemble(
-    request: ContextRequest,
-    *,
-    db: Database,
-    embedder: Embedder | None,
-    settings: Settings,
-    config: RetrievalConfig = DEFAULT_CONFIG,
-    query_embedding: np.ndarray | None = None,
-    fact_candidates_sql: str = sql.FACT_CANDIDATES,
+    request: ContextRequest, query: QueryVector, *, db: Database, config: RetrievalConfig
 ) -> Assembly:
-    """Answer one context request (SPEC §4) and persist its trace in the same transaction.
-
-    ``query_embedding`` skips the embedder (benchmarks with synthetic vectors); otherwise
-    ``embedder`` embeds the query. ``fact_candidates_sql`` is the statement that yields the
-    scored fact candidates: the two-phase one, or the naive full scan the benchmarks compare
-    it with (same parameters, same columns); every other step is this function's.
-    """
+    """Answer one context request (docs/spec.md §4) and persist its trace in the same
+    transaction. Every knob — weights, arms, the recall floor, volatility horizons, the
+    candidate strategy — comes from ``config``."""
     started = time.perf_counter()
-    if query_embedding is None:
-        if embedder is None:
-            raise ValueError("assemble needs an embedder or a query embedding")
-        query_embedding = embedder.embed_query(request.query)
-    embedded = time.perf_counter()
-
-    params = query_parameters(request, query_embedding, settings, config)
+    params = query_parameters(request, query.vector, config)
     packer = Packer(
         budget=request.budget_tokens,
-        max_distance=settings.recall_max_distance,
+        max_distance=config.recall_max_distance,
         excerpt_chars=config.excerpt_chars,
     )
     trace_id = uuid.uuid4()
-    statements = _SCOPE_AND_TRACE_STATEMENTS
-    round_trips = _BEGIN_AND_COMMIT_ROUND_TRIPS
     with db.transaction(request.project_id, pipeline=True) as conn:
-        retrieved = retrieve(conn, params, fact_candidates_sql)
-        statements += retrieved.statements
-        round_trips += retrieved.round_trips
+        retrieved = retrieve(conn, params, config)
         packer.add_ranked_facts(retrieved.facts)
 
         if config.use_multi_hop and packer.remaining > 0:
@@ -86,8 +70,6 @@ def assemble(
                 packer.add_multi_hop_facts(retrieve_multi_hop(
                     conn, params, entities=entities, seen_ids=packer.considered_fact_ids,
                     per_entity=config.multi_hop_max_per_entity))
-                statements += 1
-                round_trips += 1
 
         packer.add_episodes(retrieved.episodes)
         retrieved_at = time.perf_counter()
@@ -98,22 +80,20 @@ def assemble(
             trace_id=trace_id,
         )
         timings = {
-            "embed": _ms(started, embedded),
-            "retrieval": _ms(embedded, retrieved_at),
-            "total": _ms(started, retrieved_at),
+            "embed": query.embed_ms,
+            "retrieval": _ms(started, retrieved_at),
+            "total": query.embed_ms + _ms(started, retrieved_at),
         }
         write_trace(conn, request, response, packer.decisions, timings_ms=timings)
     finished = time.perf_counter()
     timings["trace"] = _ms(retrieved_at, finished)
-    timings["total"] = _ms(started, finished)
+    timings["total"] = round(query.embed_ms + _ms(started, finished), 3)
     return Assembly(
         response=response,
         candidates=len(packer.decisions),
         facts_served=len(response.packet.facts),
         episodes_served=len(response.packet.episodes),
         timings_ms=timings,
-        statements=statements,
-        round_trips=round_trips,
     )
 
 

@@ -1,11 +1,18 @@
-"""Retrieval constants and weights, in one frozen object with documented defaults.
+"""Every retrieval knob, in one frozen object with documented defaults.
 
 The weights are documented here but are not part of the public API contract: they may change
-between versions. The arm switches exist for ablation studies (``haki eval``); production
-always runs with every part on.
+between versions. The arm switches exist for ablation studies (``haki eval``) and the
+candidate strategy for the benchmarks' naive baseline; production runs with the defaults and
+the few knobs the environment sets (:meth:`RetrievalConfig.from_settings`).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from haki.settings import Settings
+
+#: Where fact candidates come from (see ``sql.fact_candidates``).
+CandidateStrategy = Literal["two_phase", "exhaustive"]
 
 #: Words that carry no meaning for the full-text arm, English and French. The arm ORs the
 #: question's terms (``websearch_to_tsquery`` alone ANDs them, so natural questions would
@@ -25,7 +32,7 @@ STOPWORDS: frozenset[str] = frozenset(
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """Every tunable of the assembler. Defaults are the production values (SPEC §4)."""
+    """Every tunable of the assembler. Defaults are the production values (docs/spec.md §4)."""
 
     #: Phase 1: rows taken from each arm (vector, full-text) before the union.
     top_k: int = 64
@@ -62,12 +69,36 @@ class RetrievalConfig:
     hnsw_ef_search_max: int = 1000
     hnsw_rows_per_ef: int = 1000
     hnsw_max_scan_tuples: int = 20_000
+    #: Recall floor (``HAKI_RECALL_MAX_DISTANCE``): a ranked fact or episode whose cosine
+    #: distance exceeds it is excluded ``below_relevance_floor``; 0 turns the floor off.
+    recall_max_distance: float = 0.0
+    #: Volatility horizons (``HAKI_VOLATILITY_HORIZON_*_DAYS``): days without reinforcement
+    #: after which a ``slow`` fact is flagged unconfirmed and a volatile / ephemeral one dropped.
+    volatility_horizon_slow_days: float = 365.0
+    volatility_horizon_volatile_days: float = 60.0
+    volatility_horizon_ephemeral_days: float = 7.0
+    #: ``two_phase`` (production): the top ``top_k`` of each index arm, then the full score
+    #: on their union. ``exhaustive``: the design page's naive baseline, every active fact of
+    #: the scope scored — what the benchmarks compare against, never used to serve.
+    fact_candidates: CandidateStrategy = "two_phase"
     #: Ablation switches (all on in production).
     use_vector_arm: bool = True
     use_text_arm: bool = True
     use_recency: bool = True
     use_multi_hop: bool = True
     use_episodes: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings, base: "RetrievalConfig | None" = None
+                      ) -> "RetrievalConfig":
+        """``base`` (default: the production values) with the knobs the environment sets."""
+        return replace(
+            base or cls(),
+            recall_max_distance=settings.recall_max_distance,
+            volatility_horizon_slow_days=settings.volatility_horizon_slow_days,
+            volatility_horizon_volatile_days=settings.volatility_horizon_volatile_days,
+            volatility_horizon_ephemeral_days=settings.volatility_horizon_ephemeral_days,
+        )
 
 
 DEFAULT_CONFIG = RetrievalConfig()

@@ -10,28 +10,18 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate
-from haki.models import ContextPacket, EmptyReason, PacketEpisode, PacketFact, TraceAction
+from haki.models import (
+    ContextPacket,
+    EmptyReason,
+    PacketEpisode,
+    PacketFact,
+    TraceAction,
+    TraceDecision,
+)
 from haki.text import estimate_tokens
 
 #: Volatility classes dropped once their horizon has passed; ``slow`` is served, flagged.
 EXPIRING = frozenset({"volatile", "ephemeral"})
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """One row of the trace."""
-
-    fact_id: UUID | None
-    event_id: UUID | None
-    action: TraceAction
-    reason_code: str
-    rank: int | None
-    score: float | None
-    similarity: float | None
-    text_rank: float | None
-    recency: float | None
-    tokens: int | None
-    unconfirmed: bool = False
 
 
 @dataclass
@@ -48,7 +38,7 @@ class Packer:
     max_distance: float = 0.0
     excerpt_chars: int = 300
     remaining: int = field(init=False)
-    decisions: list[Decision] = field(default_factory=list, init=False)
+    decisions: list[TraceDecision] = field(default_factory=list, init=False)
     facts: list[PacketFact] = field(default_factory=list, init=False)
     episodes: list[PacketEpisode] = field(default_factory=list, init=False)
     blocked_conflicts: int = field(default=0, init=False)
@@ -93,7 +83,8 @@ class Packer:
                     event_id=episode.id, kind=episode.kind,
                     occurred_at=episode.occurred_at, excerpt=excerpt))
             # An episode's score is its similarity: episodes are ranked by cosine alone.
-            self.decisions.append(Decision(
+            self.decisions.append(TraceDecision(
+                ordinal=len(self.decisions),
                 fact_id=None, event_id=episode.id, action=action, reason_code=reason,
                 rank=rank, score=episode.similarity, similarity=episode.similarity,
                 text_rank=None, recency=None, tokens=tokens))
@@ -136,7 +127,8 @@ class Packer:
         if candidate.conflict_open:
             # Never scored, never packed: the trace says it was there and why it was hidden.
             self.blocked_conflicts += 1
-            self.decisions.append(Decision(
+            self.decisions.append(TraceDecision(
+                ordinal=len(self.decisions),
                 fact_id=candidate.id, event_id=None, action="blocked",
                 reason_code="conflict_open", rank=rank, score=None, similarity=None,
                 text_rank=None, recency=None, tokens=None))
@@ -161,7 +153,8 @@ class Packer:
                 id=candidate.id, predicate=candidate.predicate, value=candidate.value,
                 confidence=candidate.confidence, valid_from=candidate.valid_from,
                 source_event_ids=candidate.source_event_ids, unconfirmed=unconfirmed))
-        self.decisions.append(Decision(
+        self.decisions.append(TraceDecision(
+            ordinal=len(self.decisions),
             fact_id=candidate.id, event_id=None, action=action, reason_code=reason,
             rank=rank, score=candidate.score, similarity=candidate.similarity,
             text_rank=candidate.text_rank, recency=candidate.recency, tokens=tokens,

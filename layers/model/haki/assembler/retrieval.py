@@ -14,7 +14,6 @@ from haki.assembler import sql
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate
 from haki.assembler.config import RetrievalConfig
 from haki.models import ContextRequest
-from haki.settings import Settings
 
 _DAY_SECONDS = 86_400.0
 
@@ -23,9 +22,6 @@ _DAY_SECONDS = 86_400.0
 class Retrieved:
     facts: list[FactCandidate]
     episodes: list[EpisodeCandidate]
-    #: SQL statements sent and network round trips taken.
-    statements: int
-    round_trips: int
 
 
 @lru_cache(maxsize=4)
@@ -35,8 +31,7 @@ def _stopword_list(stopwords: frozenset[str]) -> list[str]:
 
 
 def query_parameters(
-    request: ContextRequest, query_vector: np.ndarray, settings: Settings,
-    config: RetrievalConfig,
+    request: ContextRequest, query_vector: np.ndarray, config: RetrievalConfig
 ) -> dict[str, Any]:
     """The named parameters shared by the assembler's statements."""
     return {
@@ -54,9 +49,9 @@ def query_parameters(
         "w_text": config.weight_text,
         "w_recency": config.weight_recency if config.use_recency else 0.0,
         "recency_tau_seconds": config.recency_tau_days * _DAY_SECONDS,
-        "horizon_slow_seconds": settings.volatility_horizon_slow_days * _DAY_SECONDS,
-        "horizon_volatile_seconds": settings.volatility_horizon_volatile_days * _DAY_SECONDS,
-        "horizon_ephemeral_seconds": settings.volatility_horizon_ephemeral_days * _DAY_SECONDS,
+        "horizon_slow_seconds": config.volatility_horizon_slow_days * _DAY_SECONDS,
+        "horizon_volatile_seconds": config.volatility_horizon_volatile_days * _DAY_SECONDS,
+        "horizon_ephemeral_seconds": config.volatility_horizon_ephemeral_days * _DAY_SECONDS,
         "use_vector_arm": config.use_vector_arm,
         "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes,
@@ -68,19 +63,18 @@ def query_parameters(
 
 
 def retrieve(
-    conn: psycopg.Connection, params: dict[str, Any], fact_candidates_sql: str
+    conn: psycopg.Connection, params: dict[str, Any], config: RetrievalConfig
 ) -> Retrieved:
-    """Fact candidates (``fact_candidates_sql``: phase 1 + phase 2) and the nearest episodes,
-    in one pipelined round trip."""
+    """Fact candidates (the configured strategy's statement) and the nearest episodes, in one
+    pipelined round trip."""
     with conn.pipeline():
         conn.execute(sql.PLANNER_SETTINGS, params)
-        facts = conn.cursor(row_factory=dict_row).execute(fact_candidates_sql, params)
+        facts = conn.cursor(row_factory=dict_row).execute(
+            sql.FACT_CANDIDATES[config.fact_candidates], params)
         episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
     return Retrieved(
         facts=[FactCandidate.from_row(r) for r in facts.fetchall()],
         episodes=[EpisodeCandidate.from_row(r) for r in episodes.fetchall()],
-        statements=3,
-        round_trips=1,
     )
 
 

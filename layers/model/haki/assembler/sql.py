@@ -12,6 +12,8 @@ Indexes relied upon (migrations):
 - ``conflict_sets_open_idx`` (0003): the open-conflict lookup.
 """
 
+from haki.assembler.config import CandidateStrategy
+
 #: Transaction-local planner settings for the vector arms (RDS-Proxy-safe: nothing outlives
 #: the transaction). pgvector's HNSW scan returns at most ``ef_search`` rows and the scope
 #: filter applies after the scan, so a scope that is a small slice of the table would get a
@@ -33,7 +35,7 @@ SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
 """
 
-#: The hard filters every fact arm applies before any score (SPEC §4.1), minus the two that
+#: The hard filters every fact arm applies before any score (docs/spec.md §4.1), minus the two that
 #: must be traced when they bite: open conflicts (``blocked``) and volatility (``excluded``).
 FACT_SCOPE = """
     f.project_id = %(project_id)s
@@ -87,6 +89,22 @@ def scored_fact_columns(tsquery: str) -> str:
 SCORE = """(%(w_similarity)s * (1 - distance) + %(w_text)s * text_rank
         + %(w_recency)s * recency)::float8"""
 
+def _score_candidates(ids: str) -> str:
+    """The tail of a fact-candidates statement: the facts whose ids the CTE ``ids`` lists,
+    with the packet's columns and the full score, best first, at most ``candidate_limit``."""
+    return f"""scored AS (
+    SELECT {scored_fact_columns("t.q")}
+    FROM {ids}
+    JOIN facts AS f USING (id)
+    CROSS JOIN text_query AS t
+)
+SELECT scored.*, {SCORE} AS score
+FROM scored
+ORDER BY score DESC, id
+LIMIT %(candidate_limit)s
+"""
+
+
 #: The question's terms as two tsqueries: ``q`` ORs them, ``q_all`` ANDs them. Parsed by the
 #: same 'simple' configuration as ``websearch_to_tsquery('simple', query)`` (any user text is
 #: accepted: quotes, '-', 'or', SQL, emoji), but ORed rather than ANDed so natural questions
@@ -122,7 +140,7 @@ text_query AS (
 #: ORed common term can match a large share of a big scope. Below the cap the ranking is exact;
 #: past it the any-term side ranks the first matches found (the vector arm still covers the
 #: scope; see RetrievalConfig.text_rank_cap).
-FACT_CANDIDATES = f"""
+TWO_PHASE_FACT_CANDIDATES = f"""
 WITH {TEXT_QUERY_CTE},
 vector_arm AS MATERIALIZED (
     SELECT f.id, f.embedding <=> %(query_vector)s AS distance
@@ -143,17 +161,36 @@ candidates AS (
     UNION
     SELECT id FROM text_arm
 ),
-scored AS (
-    SELECT {scored_fact_columns("t.q")}
-    FROM candidates
-    JOIN facts AS f USING (id)
-    CROSS JOIN text_query AS t
-)
-SELECT scored.*, {SCORE} AS score
-FROM scored
-ORDER BY score DESC, id
-LIMIT %(candidate_limit)s
-"""
+{_score_candidates("candidates")}"""
+
+#: The design page's naive baseline, for the benchmarks only (``fact_candidates =
+#: "exhaustive"``): *every* active fact of the scope scored with the full hybrid score (a scan
+#: of the scope: no index can order by this score), the best ``candidate_limit`` kept, and only
+#: those joined back for the packet's columns and the per-candidate checks (conflicts,
+#: volatility). It is given every advantage that does not change its nature — the score in
+#: SQL, the same fragments, columns and score as phase 2 — so a benchmark compares phase 1
+#: alone (``tests/integration/test_bench_smoke.py`` checks both give a fact the same score).
+EXHAUSTIVE_FACT_CANDIDATES = f"""
+WITH {TEXT_QUERY_CTE},
+ranked AS MATERIALIZED (
+    SELECT components.id
+    FROM (
+        SELECT f.id, {score_components("t.q")}
+        FROM facts AS f
+        CROSS JOIN text_query AS t
+        WHERE {FACT_SCOPE}
+    ) AS components
+    ORDER BY {SCORE} DESC, components.id
+    LIMIT %(candidate_limit)s
+),
+{_score_candidates("ranked")}"""
+
+#: The fact-candidates statement of each ``RetrievalConfig.fact_candidates`` strategy (same
+#: parameters, same columns).
+FACT_CANDIDATES: dict[CandidateStrategy, str] = {
+    "two_phase": TWO_PHASE_FACT_CANDIDATES,
+    "exhaustive": EXHAUSTIVE_FACT_CANDIDATES,
+}
 
 #: Multi-hop expansion: for each entity (in rank order), up to ``per_entity`` facts of the scope
 #: that mention it, full-text only (no new embedding), skipping facts already considered.

@@ -7,7 +7,6 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from haki.assembler.packing import Decision
 from haki.db import Database
 from haki.errors import TraceNotFound
 from haki.models import ContextRequest, ContextResponse, InspectResponse, TraceDecision
@@ -61,13 +60,11 @@ ORDER BY ordinal
 
 def write_trace(
     conn: psycopg.Connection, request: ContextRequest, response: ContextResponse,
-    decisions: list[Decision], *, timings_ms: dict[str, float],
+    decisions: list[TraceDecision], *, timings_ms: dict[str, float],
 ) -> None:
     packet = response.packet
-    decision_rows = [
-        {"ordinal": ordinal, **{name: getattr(d, name) for name in Decision.__slots__}}
-        for ordinal, d in enumerate(decisions)
-    ]
+    decision_rows = [{name: getattr(d, name) for name in TraceDecision.__slots__}
+                     for d in decisions]
     conn.execute(INSERT_CALL_AND_TRACE, {
         "trace_id": response.trace_id,
         "project_id": request.project_id,

@@ -10,7 +10,6 @@ idle timeout, failover) is replaced on the next transaction.
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from urllib.parse import quote
@@ -20,25 +19,15 @@ from pgvector.psycopg import register_vector
 
 from haki.db.embedded import ensure_database, start_embedded
 from haki.db.migrate import apply_migrations
+from haki.db.protocol import ProtocolCounts, count_protocol
 from haki.errors import ServiceUnavailable
+from haki.roles import DATABASE_NAME, Role
 from haki.settings import Settings
 
 log = logging.getLogger(__name__)
 
 #: Connect timeout: the API should answer 503 quickly rather than hang on a dead database.
 CONNECT_TIMEOUT_S = 5
-DATABASE_NAME = "haki"
-
-
-class Role(StrEnum):
-    """Database roles (created by migration 0001). Each process uses the least it needs."""
-
-    #: Migrations and the admin CLI (keys); member of ``haki_admin``.
-    OWNER = "owner"
-    #: The API functions: row-level security confines it to one project per transaction.
-    APP = "haki_app"
-    #: The scheduled aggregation: reads every project's calls, writes rollups.
-    STATS = "haki_stats"
 
 
 def database_url(settings: Settings, role: Role, *, database: str = DATABASE_NAME) -> str:
@@ -108,10 +97,13 @@ class Database:
         self._conninfo = conninfo
         self._conn: psycopg.Connection | None = None
 
+    def conninfo(self) -> str:
+        """The URL to connect with now (a callable mints it afresh each time)."""
+        return self._conninfo() if callable(self._conninfo) else self._conninfo
+
     def _open(self) -> psycopg.Connection:
-        info = self._conninfo() if callable(self._conninfo) else self._conninfo
         try:
-            return connect(info)
+            return connect(self.conninfo())
         except psycopg.OperationalError as exc:
             log.warning("database connection failed: %s", type(exc).__name__)
             raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc
@@ -121,6 +113,13 @@ class Database:
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = self._open()
         return self._conn
+
+    @contextmanager
+    def count_protocol(self) -> Iterator[ProtocolCounts]:
+        """Count the statements and round trips of the block on this handle's connection
+        (opened first if needed; benchmarks and tests — see ``haki.db.protocol``)."""
+        with count_protocol(self.connection()) as counts:
+            yield counts
 
     def close(self) -> None:
         if self._conn is not None:

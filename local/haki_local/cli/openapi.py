@@ -11,7 +11,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _openapi(args: argparse.Namespace) -> int:
     # The document comes from the Lambda handlers' resolvers (Powertools): imported here only.
-    from haki_aws.openapi import OPENAPI_PATH, build_openapi, render, write_openapi
+    from haki_local.openapi import OPENAPI_PATH, build_openapi, render, write_openapi
 
     if args.check:
         current = OPENAPI_PATH.read_text(encoding="utf-8") if OPENAPI_PATH.is_file() else ""

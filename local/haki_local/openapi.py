@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from haki import __version__
-from haki.routes import ROUTES
 from haki.settings import SOURCE_ROOT
+from haki_aws.routes import ROUTES
 
 OPENAPI_PATH = SOURCE_ROOT / "docs" / "openapi.json"
 TITLE = "Haki context assembler API"

@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
-        import_module(f"haki.cli.{name}").register(subparsers)
+        import_module(f"haki_local.cli.{name}").register(subparsers)
     return parser
 
 

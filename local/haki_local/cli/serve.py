@@ -18,11 +18,11 @@ from types import FrameType
 
 from haki.db import Database, Role, database_url
 from haki.db.migrate import apply_migrations
-from haki.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
 from haki.embedding import get_embedder
 from haki.errors import Unauthorized
 from haki.keys import authenticate, create_key
 from haki.settings import Settings, get_settings
+from haki_local.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
 
 DEFAULT_PORT = 8787
 DEV_KEY_FILE = "dev-key"
@@ -62,7 +62,7 @@ def _write_private(path: Path, text: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     # Imported here: the adapter imports the Lambda handlers (Powertools), which the rest of
     # the CLI does not need.
-    from haki_aws.local_server import LocalGateway, load_handlers, make_server
+    from haki_local.server import LocalGateway, load_handlers, make_server
 
     settings = get_settings()
     owner = Database(database_url(settings, Role.OWNER))

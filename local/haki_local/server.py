@@ -1,6 +1,6 @@
 """The local API Gateway: HTTP requests become REST proxy events for the real handlers.
 
-Routes come from :data:`haki.routes.ROUTES`, the table the CDK stack builds the REST API from,
+Routes come from :data:`haki_aws.routes.ROUTES`, the table the CDK stack builds the REST API from,
 and each is served by ``functions/<name>/app.py:handler``, imported in process: local and
 deployed runs execute the same code. Like a Lambda container, each handler module serves one
 request at a time (its database connection and resolver are not shared between requests), so
@@ -23,8 +23,8 @@ from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from haki.routes import ROUTES, Route
 from haki_aws.errors import CONTENT_TYPE, error_body
+from haki_aws.routes import ROUTES, Route
 
 #: API Gateway's own payload limit; the handlers apply the contract's smaller one.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024

@@ -11,15 +11,15 @@ import sys
 from pathlib import Path
 from uuid import UUID
 
-from haki.assembler import assemble
+from haki.assembler import RetrievalConfig, assemble, embed_query
 from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
-from haki.errors import BudgetExceeded
 from haki.memory import MemoryWriter, parse_document
 from haki.memory.writer import resolve_conflict
-from haki.models import parse_context_request
+from haki.models import ContextRequest
 from haki.settings import get_settings
+from haki.validation import parse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,15 +74,16 @@ def _resolve(args: argparse.Namespace) -> int:
 
 
 def _context(args: argparse.Namespace) -> int:
-    request = parse_context_request({
+    request = parse(ContextRequest, {
         "project_id": args.project, "subject_id": args.subject, "query": args.query,
         "purpose": args.purpose,
         **({"budget_tokens": _budget(args.budget)} if args.budget is not None else {}),
     })
     settings = get_settings()
     assembly = assemble(
-        request, db=Database(database_url(settings, Role.APP)),
-        embedder=get_embedder(settings), settings=settings)
+        request, embed_query(get_embedder(settings), request.query),
+        db=Database(database_url(settings, Role.APP)),
+        config=RetrievalConfig.from_settings(settings))
     if args.render:
         print(render_packet(assembly.response.packet))
     else:
@@ -90,8 +91,11 @@ def _context(args: argparse.Namespace) -> int:
     return 0
 
 
-def _budget(raw: str) -> int:
+def _budget(raw: str) -> int | str:
+    """The shell gives text: a whole number becomes the integer the API would receive;
+    anything else is passed on as the string it is, for the validation to refuse the same way
+    it refuses that string over HTTP."""
     try:
         return int(raw)
-    except ValueError as exc:
-        raise BudgetExceeded("budget_tokens must be a positive integer") from exc
+    except ValueError:
+        return raw

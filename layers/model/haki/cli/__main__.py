@@ -1,5 +1,0 @@
-import sys
-
-from haki.cli import main
-
-sys.exit(main())

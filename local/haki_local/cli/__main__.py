@@ -1,0 +1,5 @@
+import sys
+
+from haki_local.cli import main
+
+sys.exit(main())
