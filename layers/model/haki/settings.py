@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -57,6 +58,9 @@ class Settings(BaseModel):
     volatility_horizon_slow_days: float = Field(default=365.0, gt=0)
     volatility_horizon_volatile_days: float = Field(default=60.0, gt=0)
     volatility_horizon_ephemeral_days: float = Field(default=7.0, gt=0)
+    #: ``HAKI_RANKING``: the assembler's ranking preset (``haki.assembler.config.PRESETS``):
+    #: ``fused`` (default) or ``seed``, the design page's formula kept for comparison.
+    ranking: Literal["fused", "seed"] = "fused"
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
 
