@@ -1,6 +1,6 @@
--- The fused ranking (haki/assembler/fusion.py): a rarity-aware (BM25) full-text arm over facts
--- AND events, with the statistics it needs kept on write, and the trace columns that explain
--- the fused order. The seed preset uses none of it.
+-- The fused ranking (haki/assembler/fusion.py): a rarity-aware (BM25 idf) full-text arm over
+-- facts AND events, with the statistics it needs kept on write, and the trace columns that
+-- explain the fused order. The seed preset uses none of it.
 
 -- 1. Events get the full-text column facts have had since 0004: parsed once at write time
 -- ('simple': no stemming, language-neutral), from the payload's text when it has one (what the
@@ -13,22 +13,20 @@ ALTER TABLE events ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (
     END
 ) STORED;
 
--- The text arm's per-term lookups: search_vector @@ term (see haki_bm25_search).
+-- The text arm's per-term lookups: search_vector @@ term (see haki_idf_search).
 CREATE INDEX events_search_vector_gin ON events USING gin (search_vector);
 
 -- 2. Statistics for the inverse document frequency, per scope, kept on write by the
 -- statement-level triggers below — never computed by scanning a scope at query time.
--- text_scope_stats: how many documents (active facts, events) a scope holds and their total
--- length in distinct lexemes (BM25's average document length). text_term_stats: in how many of
--- them each lexeme occurs. Rows whose counts fall to zero are deleted, so forgetting a subject
--- leaves none of its words behind.
+-- text_scope_stats: how many documents (active facts, events) a scope holds;
+-- text_term_stats: in how many of them each lexeme occurs. Rows whose counts fall to zero are
+-- deleted, so forgetting a subject leaves none of its words behind. (Counts are deltas summed
+-- on write, hence no CHECK >= 0: an upsert's proposed row may carry a negative delta.)
 CREATE TABLE text_scope_stats (
-    project_id    text NOT NULL,
-    subject_id    text NOT NULL,
-    fact_docs     bigint NOT NULL DEFAULT 0,
-    fact_lexemes  bigint NOT NULL DEFAULT 0,
-    event_docs    bigint NOT NULL DEFAULT 0,
-    event_lexemes bigint NOT NULL DEFAULT 0,
+    project_id text NOT NULL,
+    subject_id text NOT NULL,
+    fact_docs  bigint NOT NULL DEFAULT 0,
+    event_docs bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (project_id, subject_id)
 );
 
@@ -70,20 +68,16 @@ BEGIN
         SELECT * FROM unnest(p_projects, p_subjects, p_vectors, p_signs)
             AS d(project_id, subject_id, v, sign)
     ), delta AS (
-        SELECT project_id, subject_id, sum(sign) AS docs, sum(sign * length(v)) AS lexemes
+        SELECT project_id, subject_id, sum(sign) AS docs
         FROM docs GROUP BY project_id, subject_id
-        HAVING sum(sign) <> 0 OR sum(sign * length(v)) <> 0
+        HAVING sum(sign) <> 0
     )
-    INSERT INTO text_scope_stats AS s (
-        project_id, subject_id, fact_docs, fact_lexemes, event_docs, event_lexemes)
-    SELECT project_id, subject_id, v_fact * docs, v_fact * lexemes, v_event * docs,
-           v_event * lexemes
+    INSERT INTO text_scope_stats AS s (project_id, subject_id, fact_docs, event_docs)
+    SELECT project_id, subject_id, v_fact * docs, v_event * docs
     FROM delta ORDER BY project_id, subject_id
     ON CONFLICT (project_id, subject_id) DO UPDATE SET
         fact_docs = s.fact_docs + EXCLUDED.fact_docs,
-        fact_lexemes = s.fact_lexemes + EXCLUDED.fact_lexemes,
-        event_docs = s.event_docs + EXCLUDED.event_docs,
-        event_lexemes = s.event_lexemes + EXCLUDED.event_lexemes;
+        event_docs = s.event_docs + EXCLUDED.event_docs;
 
     WITH docs AS (
         SELECT * FROM unnest(p_projects, p_subjects, p_vectors, p_signs)
@@ -212,17 +206,18 @@ FROM events;
 -- operator for haki_app), applying the tenant boundary itself with the policy's expression and
 -- returning ids and scores only.
 --
--- Okapi BM25 over the scope's active facts and (p_with_events) events pooled, one collection:
---   score(d) = Σ_{t ∈ q ∩ d} idf(t) · tf·(k1 + 1) / (tf + k1·(1 − b + b·|d| / avg|d|)),
---   idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)),
--- N, df and avg|d| from text_scope_stats / text_term_stats (primary-key lookups), tf from the
--- document's tsvector (its positions), |d| its number of distinct lexemes (length()).
+-- Term rarity over the scope's active facts and (p_with_events) events pooled, one collection:
+--   score(d) = Σ_{t ∈ q, d holds t} idf(t),   idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)),
+-- BM25's idf, N and df from text_scope_stats / text_term_stats (primary-key lookups). BM25's
+-- term-frequency saturation and length normalisation were measured and left out: neither was
+-- worth 0.005 recall on the dev sets (docs/benchmarks.md), and the term frequencies would cost
+-- an unnest of every candidate's tsvector.
 -- Candidates: for each query term, at most p_cap rows holding it, by the GIN indexes
 -- (facts_search_vector_gin, 0004; events_search_vector_gin, above). A term rarer than the cap
--- brings every row holding it; a commoner one — whose idf is small — its first p_cap.
-CREATE FUNCTION haki_bm25_search(
-    p_subject_id text, p_terms text[], p_with_events boolean, p_cap integer, p_limit integer,
-    p_k1 double precision, p_b double precision)
+-- brings every row holding it; a commoner one — whose idf is small — its first p_cap. Each
+-- candidate is then scored on every query term it holds (@@ on its own tsvector).
+CREATE FUNCTION haki_idf_search(
+    p_subject_id text, p_terms text[], p_with_events boolean, p_cap integer, p_limit integer)
 RETURNS TABLE (item text, id uuid, score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 32
 SET search_path = public, pg_temp
@@ -236,15 +231,14 @@ BEGIN
     -- EXECUTE: a one-shot plan with the actual values, as in haki_text_search (0008).
     RETURN QUERY EXECUTE $sql$
         WITH scope AS (
-            SELECT s.fact_docs + CASE WHEN $3 THEN s.event_docs ELSE 0 END AS docs,
-                   s.fact_lexemes + CASE WHEN $3 THEN s.event_lexemes ELSE 0 END AS lexemes
+            SELECT s.fact_docs + CASE WHEN $3 THEN s.event_docs ELSE 0 END AS docs
             FROM text_scope_stats AS s
             WHERE s.project_id = $1 AND s.subject_id = $2
         ),
         terms AS (
-            SELECT t.term, t.fact_docs, CASE WHEN $3 THEN t.event_docs ELSE 0 END AS event_docs,
-                   ln(1 + (scope.docs - df.n + 0.5)::float8 / (df.n + 0.5)) AS idf,
-                   scope.lexemes::float8 / greatest(scope.docs, 1) AS avg_length
+            SELECT plainto_tsquery('simple', t.term) AS q, t.fact_docs,
+                   CASE WHEN $3 THEN t.event_docs ELSE 0 END AS event_docs,
+                   ln(1 + (scope.docs - df.n + 0.5)::float8 / (df.n + 0.5)) AS idf
             FROM scope
             JOIN text_term_stats AS t ON t.project_id = $1 AND t.subject_id = $2
             CROSS JOIN LATERAL (SELECT t.fact_docs + CASE WHEN $3 THEN t.event_docs ELSE 0 END
@@ -259,37 +253,29 @@ BEGIN
                  FROM facts AS f
                  WHERE t.fact_docs > 0 AND f.project_id = $1 AND f.subject_id = $2
                    AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
-                   AND f.search_vector @@ plainto_tsquery('simple', t.term)
+                   AND f.search_vector @@ t.q
                  LIMIT $5)
                 UNION ALL
                 (SELECT 'event'::text, e.id, e.search_vector
                  FROM events AS e
                  WHERE t.event_docs > 0 AND e.project_id = $1 AND e.subject_id = $2
-                   AND e.search_vector @@ plainto_tsquery('simple', t.term)
+                   AND e.search_vector @@ t.q
                  LIMIT $5)
             ) AS hit
             ORDER BY hit.item, hit.id
         )
-        SELECT m.item, m.id,
-               sum(t.idf * tf.n * ($7 + 1)
-                   / (tf.n + $7 * (1 - $8 + $8 * length(m.v) / t.avg_length)))::float8
+        SELECT m.item, m.id, sum(t.idf) FILTER (WHERE m.v @@ t.q)
         FROM matched AS m
-        CROSS JOIN LATERAL (
-            SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS n
-            FROM unnest(m.v) AS u
-            WHERE u.lexeme = ANY ($4)
-        ) AS tf
-        JOIN terms AS t ON t.term = tf.lexeme
+        CROSS JOIN terms AS t
         GROUP BY m.item, m.id
         ORDER BY 3 DESC, m.id
         LIMIT $6
-    $sql$ USING v_project, p_subject_id, p_with_events, p_terms, p_cap, p_limit, p_k1, p_b;
+    $sql$ USING v_project, p_subject_id, p_with_events, p_terms, p_cap, p_limit;
 END
 $$;
-REVOKE ALL ON FUNCTION haki_bm25_search(text, text[], boolean, integer, integer,
-                                        double precision, double precision) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION haki_bm25_search(text, text[], boolean, integer, integer,
-                                           double precision, double precision) TO haki_app;
+REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer)
+    TO haki_app;
 
 -- 4. The trace explains the fused order: each arm's rank (NULL: the arm did not return the
 -- row), and for an episode brought in as the neighbour of another, that episode. The fused

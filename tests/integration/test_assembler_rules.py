@@ -5,7 +5,7 @@ controls which candidate wins and why. The real embedder is exercised in
 ``test_assembler_language.py``. Rules that do not depend on the ranking (hard filters,
 budget, recall floor, volatility, trace, hostile input) run under both presets (``preset``);
 the seed's scoring, multi-hop and episode rules under ``seed``; the fused ranking's own rules
-(one list, BM25 over facts and events, neighbours, trace ranks) under ``fused``.
+(one list, idf text arm over facts and events, neighbours, trace ranks) under ``fused``.
 """
 
 from dataclasses import replace
@@ -564,11 +564,11 @@ def test_fused_budget_not_a_count_bounds_the_episodes(seed: Seeder, ask: Asker) 
     assert all(e.excerpt == ("word " * 200)[:300] for e in episodes)
 
 
-def test_bm25_knows_term_rarity(seed: Seeder, ask: Asker,
+def test_text_arm_knows_term_rarity(seed: Seeder, ask: Asker,
                                 owner_conn: psycopg.Connection) -> None:
     """Ten facts say "invoice" twice, one event says "zanzibar" once. For the question
     "invoice zanzibar" a rank without term rarity puts the facts first (two hits, higher
-    term frequency); BM25 puts the rare word first."""
+    term frequency, as ts_rank_cd does); idf puts the rare word first."""
     for i in range(10):
         seed.fact("invoice_note", f"invoice {i} invoice", unit_vector(3000 + i))
     rare = seed.event("conversation.message", {"text": "back from zanzibar"},
@@ -601,12 +601,12 @@ def without_text_arm_misses(ask: Asker, config: RetrievalConfig, event: UUID) ->
     return event not in [e.event_id for e in result.response.packet.episodes]
 
 
-def test_bm25_statistics_follow_every_write(
+def test_idf_statistics_follow_every_write(
     seed: Seeder, owner_conn: psycopg.Connection, app_db: Database, project_id: str
 ) -> None:
     def stats() -> tuple[tuple | None, dict[str, tuple[int, int]]]:
         scope = owner_conn.execute(
-            "SELECT fact_docs, fact_lexemes, event_docs, event_lexemes FROM text_scope_stats "
+            "SELECT fact_docs, event_docs FROM text_scope_stats "
             "WHERE project_id = %s AND subject_id = 'alice'", (project_id,)).fetchone()
         terms = owner_conn.execute(
             "SELECT term, fact_docs, event_docs FROM text_term_stats "
@@ -617,12 +617,12 @@ def test_bm25_statistics_follow_every_write(
     dropped = seed.fact("pet", "dog", close(2))
     seed.event("conversation.message", {"text": "my cat sleeps"}, close(3))
     scope, terms = stats()
-    # Facts: "pet" + value; the event: its text. Lengths in distinct lexemes.
-    assert scope == (2, 4, 1, 3)
+    # Documents per scope; per lexeme, the facts ("pet" + value) and events holding it.
+    assert scope == (2, 1)
     assert terms["cat"] == (1, 1) and terms["pet"] == (2, 0) and terms["dog"] == (1, 0)
     owner_conn.execute("UPDATE facts SET status = 'disabled' WHERE id = %s", (dropped,))
     scope, terms = stats()
-    assert scope == (1, 2, 1, 3) and "dog" not in terms and terms["pet"] == (1, 0)
+    assert scope == (1, 1) and "dog" not in terms and terms["pet"] == (1, 0)
     owner_conn.execute("UPDATE facts SET value = '\"kitten\"' WHERE id = %s", (kept,))
     _, terms = stats()
     assert terms["kitten"] == (1, 0) and terms["cat"] == (0, 1)

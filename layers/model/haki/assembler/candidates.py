@@ -11,8 +11,8 @@ from haki.text import event_body, event_text, fact_text
 @dataclass(frozen=True, slots=True)
 class FactCandidate:
     """A fact that came up as a candidate, with its score components. Under ``seed`` all of
-    them are the seed formula's; under ``fused`` ``text_rank`` is the BM25 score (None: not
-    matched), ``recency`` is None and ``score`` is set by the fusion (``fusion.py``)."""
+    them are the seed formula's; under ``fused`` ``text_rank`` is the text arm's idf score (None:
+    not matched), ``recency`` is None and ``score`` is set by the fusion (``fusion.py``)."""
 
     id: UUID
     predicate: str

@@ -2,10 +2,10 @@
 ranking presets.
 
 - ``fused`` (the default): facts and episodes in one candidate list under one budget, ordered
-  by a reciprocal-rank fusion of a vector arm and a BM25 arm over both, with the neighbouring
-  turns of the best episodes propagated (``fusion.py``). Every part was kept because an
-  ablation on the dev data (REALTALK, the bilingual set) showed it worth ≥ 0.005 recall
-  (docs/benchmarks.md, "Retrieval quality").
+  by a reciprocal-rank fusion of a vector arm and an idf-weighted full-text arm over both,
+  with the neighbouring turns of the best episodes propagated (``fusion.py``). Every part
+  was kept because an ablation on the dev data (REALTALK, the bilingual set) showed it worth
+  ≥ 0.005 recall (docs/benchmarks.md, "Retrieval quality").
 - ``seed``: the design page's formula (facts by a weighted sum of cosine, ts_rank_cd and
   recency from now, multi-hop, then the 8 nearest episodes), reproduced exactly, for
   comparison.
@@ -52,15 +52,14 @@ class RetrievalConfig:
     #: Vector arm: the nearest facts and the nearest events of the scope (each by its HNSW
     #: index), merged by cosine distance, the best ``vector_top_k`` kept and ranked.
     vector_top_k: int = 128
-    #: Text arm: the best ``text_top_k`` facts and events by BM25 (``haki_bm25_search``,
-    #: migration 0011). Deeper than 32 the arm adds more noise than evidence (REALTALK: 128
-    #: costs 0.008 recall at 900 tokens).
+    #: Text arm: the best ``text_top_k`` facts and events by the sum of BM25's idf over the
+    #: query terms they hold (``haki_idf_search``, migration 0011; term frequency and length
+    #: normalisation were each worth < 0.005 recall, so they are not computed). Deeper than 32
+    #: the arm adds more noise than evidence (REALTALK: 128 costs 0.008 recall at 900 tokens).
     text_top_k: int = 32
-    #: BM25 candidates: at most this many rows per query term, from the GIN indexes. A term
-    #: held by more rows than that is common, so its idf (and its weight) is small.
+    #: Text-arm candidates: at most this many rows per query term, from the GIN indexes. A
+    #: term held by more rows than that is common, so its idf (and its weight) is small.
     text_term_cap: int = 500
-    bm25_k1: float = 1.2
-    bm25_b: float = 0.75
     #: Reciprocal-rank fusion: score = Σ_arm weight / (rrf_k + rank). The vector arm counts
     #: double: equal weights cost 0.016 recall at 900 tokens on REALTALK.
     rrf_k: float = 30.0

@@ -1,10 +1,11 @@
 """The fused ranking's scores — pure functions, no database.
 
 One candidate list holds facts and episodes. Each arm (vector: cosine over facts and events
-merged; text: BM25 over both pooled) ranks what it returned; the fused score is a weighted
-reciprocal-rank fusion of those ranks, so the arms' incomparable scales (e5 cosines packed in
-~[0.7, 0.95], unbounded BM25 scores) never meet. Then the best episodes pass a share of their
-score to their neighbouring turns, which may not have been candidates at all.
+merged; text: the BM25 idf of the query terms a row holds, over both pooled) ranks what it
+returned; the fused score is a weighted reciprocal-rank fusion of those ranks, so the arms'
+incomparable scales (e5 cosines packed in ~[0.7, 0.95], unbounded idf sums) never meet. Then
+the best episodes pass a share of their score to their neighbouring turns, which may not have
+been candidates at all.
 """
 
 from collections.abc import Sequence

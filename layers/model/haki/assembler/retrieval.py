@@ -63,8 +63,6 @@ def query_parameters(
         "vector_top_k": config.vector_top_k,
         "text_top_k": config.text_top_k,
         "text_term_cap": config.text_term_cap,
-        "bm25_k1": config.bm25_k1,
-        "bm25_b": config.bm25_b,
         "excerpt_chars": config.excerpt_chars,
         "neighbour_span": config.neighbour_span,
     }
