@@ -14,6 +14,12 @@ bench: install model
 bench-quick: install model
 	$(PY) -m benchmarks.scale --quick --reuse $(BENCH_ARGS)
 
+# The load test of the local API (benchmarks/load.py): 1 client, then N clients x 60 s.
+LOAD_ARGS ?=
+.PHONY: load
+load: install model
+	$(PY) -m benchmarks.load $(LOAD_ARGS)
+
 # The ingest benchmark (benchmarks/ingest.py): the write routes through `haki serve` on a scratch
 # data folder over local HTTP; a few minutes. Results: benchmarks/results/ingest.json.
 .PHONY: bench-ingest

@@ -25,4 +25,6 @@ def test_the_ingest_benchmark_measures_every_scenario_and_writes_its_results(
     # A longer message is embedded on more tokens, never more than the model's window.
     assert by_length[60]["model_tokens"] < by_length[2100]["model_tokens"] <= 512
     assert written["target"]["batch"] == QUICK.batch
+    rss = written["peak_rss_mib"]
+    assert 0 < rss["after_short_batches"] <= rss["after_long_messages"]
     assert written["table"][0].startswith("| scenario |")

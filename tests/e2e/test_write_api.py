@@ -82,7 +82,8 @@ class Tenant:
 @pytest.fixture(scope="module")
 def tenant(client: Client, data_dir: Path, server: Server) -> Tenant:
     project = f"e2e-writes-{uuid.uuid4().hex[:8]}"
-    created = run_cli(data_dir, "keys", "create", "--org", "e2e", "--project", project)
+    created = run_cli(data_dir, "keys", "create", "--org", "e2e", "--project", project,
+                      "--create-project")
     return Tenant(client, project, re.search(r"key:\s+(hk_\S+)", created).group(1))  # type: ignore[union-attr]
 
 

@@ -40,7 +40,8 @@ def pair(server_data_dir: Callable[[str], Path]) -> Iterator[tuple[Path, Server,
 
 @pytest.fixture(scope="module")
 def key(pair: tuple[Path, Server, Server]) -> str:
-    created = run_cli(pair[0], "keys", "create", "--org", "race", "--project", "race")
+    created = run_cli(pair[0], "keys", "create", "--org", "race", "--project", "race",
+                      "--create-project")
     return re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
 
 

@@ -1,10 +1,11 @@
 """``haki load``, ``haki resolve`` and ``haki context``: write memory, settle conflicts, ask
 for context, from the shell.
 
-They act as the runtime role (row-level security applies) through the routes' own core:
-``load`` writes through the write API's statements (as written, without its rules),
-``resolve`` is ``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly the body
-``POST /v1/context`` returns.
+They are admin tools and act as the owner (no API key: the runtime role's row-level security
+follows a key, migration 0013); every statement still names its exact scope. They go through
+the routes' own core: ``load`` writes through the write API's statements (as written, without
+its rules), ``resolve`` is ``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly
+the body ``POST /v1/context`` returns.
 """
 
 import argparse
@@ -56,7 +57,7 @@ def _load(args: argparse.Namespace) -> int:
     settings = get_settings()
     document = parse_document(args.file)
     total = 2 * (len(document.facts) + len(document.events)) + len(document.conflicts)
-    db = Database(database_url(settings, Role.APP))
+    db = Database(database_url(settings, Role.OWNER))
     with tqdm(total=total, unit="rec", desc=f"loading {args.file.name}", file=sys.stderr) as bar:
         summary = MemoryWriter(db, get_embedder(settings)).write(document, progress=bar.update)
     print(json.dumps({
@@ -68,8 +69,8 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    """The core of ``POST /v1/conflicts/{id}/resolve``, with the project as the key's scope."""
-    db = Database(database_url(get_settings(), Role.APP))
+    """The core of ``POST /v1/conflicts/{id}/resolve``, in the named project."""
+    db = Database(database_url(get_settings(), Role.OWNER))
     request = parse(ResolveRequest, {"project_id": args.project, "keep_fact_id": str(args.keep)})
     resolved = resolve(db, args.project, args.conflict_id, request)
     print(json.dumps({"conflict_id": str(resolved.conflict_id), "kept": str(resolved.kept_fact_id),
@@ -86,7 +87,7 @@ def _context(args: argparse.Namespace) -> int:
     settings = get_settings()
     assembly = assemble(
         request, embed_query(get_embedder(settings), request.query),
-        db=Database(database_url(settings, Role.APP)),
+        db=Database(database_url(settings, Role.OWNER)),
         config=RetrievalConfig.from_settings(settings))
     if args.render:
         print(render_packet(assembly.response.packet))

@@ -23,7 +23,7 @@ import psycopg
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.errors import PayloadTooLarge, ValidationFailed
+from haki.errors import ForbiddenScope, PayloadTooLarge, ValidationFailed
 from haki.memory.api import MAX_EMBED_TOKENS
 
 #: Passages handed to the embedder at once. It sorts them by length and runs them 32 at a time,
@@ -80,6 +80,9 @@ def write_transaction(db: Database, project_id: str | None) -> Iterator[psycopg.
     try:
         with db.transaction(project_id) as conn:
             yield conn
+    except psycopg.errors.InsufficientPrivilege as exc:
+        # Row-level security refused a row: it belongs to a project the key is not for.
+        raise ForbiddenScope("these records belong to a project this key cannot write") from exc
     except (psycopg.IntegrityError, psycopg.DataError) as exc:
         diag = exc.diag
         what = diag.constraint_name or diag.message_primary or type(exc).__name__
