@@ -352,7 +352,7 @@ def measure(server: Server, spec: Spec) -> dict[str, Any]:
                                            [short_message(i * spec.batch + j)
                                             for j in range(spec.batch)]), spec.warmup),
         run_scenario(server, f"events, batch of {spec.batch}, mixed lengths", "/v1/events",
-                     spec.batch, spec.requests_batch,
+                     spec.batch, max(1, spec.requests_batch // 4),
                      lambda i: events_body(f"em-{run}-{i}", [
                          mixed_message(i * spec.batch + j) for j in range(spec.batch)]),
                      spec.warmup),
