@@ -46,5 +46,12 @@ rds-ca:
 	grep -q 'BEGIN CERTIFICATE' $(RDS_CA).tmp && mv $(RDS_CA).tmp $(RDS_CA)
 	@echo "$(RDS_CA): $$(grep -c 'BEGIN CERTIFICATE' $(RDS_CA)) certificates"
 
+# Fuzzing from docs/openapi.json against the local server: 1,000 examples per operation
+# (10 operations: >= 10,000 cases); the test suite runs 15 each.
+FUZZ_EXAMPLES ?= 1000
+.PHONY: fuzz
+fuzz: install model
+	HAKI_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/e2e/test_fuzz.py
+
 clean:
 	rm -rf build .haki cdk.out

@@ -5,6 +5,7 @@ on the first call) and the embedder (loaded on the first context call, not at im
 cold start that fails authentication never pays for the model).
 """
 
+from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -12,11 +13,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from haki.assembler import RetrievalConfig, assemble, embed_query
 from haki.db import Role
 from haki.embedding import Embedder, get_embedder
+from haki.errors import BudgetExceeded
 from haki.models import ContextRequest, ContextResponse
 from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
+from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, logger, record_assembly, traced
 
 app = gateway.api_resolver()
@@ -30,7 +33,8 @@ def embedder() -> Embedder:
     return get_embedder(settings)
 
 
-@app.post("/v1/context", summary="Assemble the context packet for a subject")
+@app.post("/v1/context", summary="Assemble the context packet for a subject",
+          responses=responses(HTTPStatus.OK, BudgetExceeded))
 @traced
 def post_context(request: ContextRequest) -> ContextResponse:
     project_id = key_scope(app, request.project_id)

@@ -4,6 +4,7 @@ An unknown trace id and one of another scope get the same 404, so nothing tells 
 whether another tenant's trace exists.
 """
 
+from http import HTTPStatus
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -12,10 +13,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.assembler.trace import load_trace
 from haki.db import Role
+from haki.errors import TraceNotFound
 from haki.models import InspectResponse
 from haki_aws import gateway
 from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
+from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, traced
 from haki_aws.params import ScopeQuery
 
@@ -23,7 +26,8 @@ app = gateway.api_resolver()
 db = runtime_database(Role.APP)
 
 
-@app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call")
+@app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call",
+         responses=responses(HTTPStatus.OK, TraceNotFound))
 @traced
 def get_inspect(
     trace_id: Annotated[UUID, Path(description="trace_id returned by POST /v1/context")],

@@ -41,6 +41,10 @@ _EDGE_ERRORS: dict[apigw.ResponseType, _EdgeError] = {
     apigw.ResponseType.QUOTA_EXCEEDED: _EdgeError("429", "quota_exceeded"),
     apigw.ResponseType.INVALID_API_KEY: _EdgeError("403", "invalid_usage_key"),
     apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN: _EdgeError("404", "not_found"),
+    # API Gateway's own 10 MB ceiling; the functions refuse far smaller bodies the same way.
+    apigw.ResponseType.REQUEST_TOO_LARGE: _EdgeError(
+        "413", "payload_too_large", "request body over API Gateway's 10 MB limit"
+    ),
     apigw.ResponseType.DEFAULT_5_XX: _EdgeError("503", "service_unavailable"),
 }
 

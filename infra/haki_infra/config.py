@@ -44,13 +44,19 @@ class FunctionSizing:
 
 #: Starting sizes (see docs/deploy.md, "Sizing"). ``context`` gets 1769 MB because that is the
 #: size at which Lambda grants one full vCPU, and the query embedding is single-threaded,
-#: CPU-bound work; the other functions do one or two SQL round trips and need no more than
-#: the memory that imports the core. Reserved concurrency caps what the proxy can be asked
-#: for: the sum stays well under the proxy's connection budget for the default instance.
+#: CPU-bound work; ``ingest`` too, for the same reason at a larger scale: it embeds whole
+#: batches (up to ``haki.memory.api.MAX_EMBED_TOKENS`` tokens, ~10-15 s on one core at
+#: worst), so its timeout is API Gateway's own 29 s: past it the caller has had its 504 and a
+#: write that commits later would only surprise a retry. The other functions do one or two SQL
+#: round trips and need no more than the memory that imports the core (``memory``'s erasure
+#: of a large subject is one statement). Reserved concurrency caps what the proxy can be
+#: asked for: the sum stays well under the proxy's connection budget for the default instance.
 DEFAULT_SIZING: dict[str, FunctionSizing] = {
     "context": FunctionSizing(memory_mb=1769, timeout_s=15, reserved_concurrency=40),
     "inspect": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
     "stats": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
+    "ingest": FunctionSizing(memory_mb=1769, timeout_s=29, reserved_concurrency=20),
+    "memory": FunctionSizing(memory_mb=512, timeout_s=15, reserved_concurrency=10),
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),

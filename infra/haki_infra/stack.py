@@ -41,6 +41,11 @@ SERVICE_FUNCTIONS = (
     ServiceFunction("context", "context", "app.handler", Role.APP, "POST /v1/context"),
     ServiceFunction("inspect", "inspect", "app.handler", Role.APP, "GET /v1/inspect/{trace_id}"),
     ServiceFunction("stats", "stats", "app.handler", Role.APP, "GET /v1/stats/overview"),
+    # The writes that embed, and the memory routes that run SQL only (functions/*/app.py).
+    ServiceFunction("ingest", "ingest", "app.handler", Role.APP, "POST /v1/events, /v1/facts"),
+    ServiceFunction(
+        "memory", "memory", "app.handler", Role.APP, "Facts, conflicts, forget (SQL only)"
+    ),
     # The scheduled rollup lives beside the overview handler, reading across projects.
     ServiceFunction(
         "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"

@@ -206,9 +206,16 @@ def _request_handler(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            if self.command != "HEAD":
+                self.wfile.write(reply.body)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+        def __getattr__(self, name: str) -> Any:
+            """Every method (``do_GET``, ``do_TRACE``, ``do_QUERY``…) reaches the gateway, which
+            answers 405 + Allow on a known path — the standard library would answer one it has
+            no ``do_`` for with an HTML 501."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
         def log_message(self, format: str, *args: Any) -> None:
             """Access log lines are left to the handlers' structured logs."""

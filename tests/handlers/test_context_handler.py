@@ -101,7 +101,7 @@ def test_oversized_body_is_413_and_non_json_is_415(
 ) -> None:
     huge = invoke("context", "POST", CONTEXT, key=api_key,
                   body=_body(project_id, query="x" * (300 * 1024)))
-    assert huge.status == 413 and huge.json["error"]["code"] == "validation_error"
+    assert huge.status == 413 and huge.json["error"]["code"] == "payload_too_large"
     form = invoke("context", "POST", CONTEXT, key=api_key, body="project_id=p",
                   headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert form.status == 415 and form.json["error"]["code"] == "validation_error"

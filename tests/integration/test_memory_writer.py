@@ -14,7 +14,7 @@ from haki.db import Database, Role
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
 from haki.memory import MemoryWriter, parse_document_text
-from haki.memory.writer import resolve_conflict
+from haki.memory.conflicts import resolve_conflict
 
 
 def _doc(project_id: str, **sections: list[dict]) -> str:

@@ -25,6 +25,8 @@ from haki_aws.observability import logger
 
 CONTENT_TYPE = "application/json"
 INTERNAL_MESSAGE = "internal error; the request id is in the response headers"
+#: Where the OpenAPI document defines the error body (``haki openapi`` adds the schema).
+ERROR_SCHEMA_REF = "#/components/schemas/Error"
 
 
 def error_body(code: str, message: str) -> str:
@@ -70,6 +72,23 @@ def as_proxy_result(response: Response) -> dict[str, Any]:
         "body": response.body,
         "isBase64Encoded": False,
     }
+
+
+def responses(success: HTTPStatus, *errors: type[HakiError]) -> dict[int, Any]:
+    """The OpenAPI ``responses`` of a route decorator: its success status (described with the
+    route's return type) and the domain errors the route answers besides those every route
+    may answer, which ``haki openapi`` adds (401, 403, 413, 415, 422, 500, 503)."""
+    documented: dict[int, Any] = {int(success): {"description": success.phrase}}
+    for error in errors:
+        first = (error.__doc__ or "").split("\n\n")[0]
+        summary = " ".join(first.split()).replace("``", "`").rstrip(".")
+        entry = documented.setdefault(error.status, {
+            "description": "",
+            "content": {CONTENT_TYPE: {"schema": {"$ref": ERROR_SCHEMA_REF}}},
+        })
+        entry["description"] = "; ".join(
+            part for part in (entry["description"], f"{error.code}: {summary}") if part)
+    return documented
 
 
 def register_error_handlers(app: APIGatewayRestResolver) -> None:

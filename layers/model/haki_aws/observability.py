@@ -5,10 +5,12 @@ handlers append the tenant scope and the Haki trace id as soon as they are known
 CloudWatch EMF, namespace ``Haki``, one blob per request dimensioned by endpoint and outcome
 (``ok`` or the error code): ``Latency`` and, on failure, ``Errors`` for every request;
 ``CandidatesConsidered`` / ``FactsServed`` / ``EpisodesServed`` / ``EmptyPackets`` per context
-call. Nothing secret and no tenant content leaves through them: never a key, a body, a query
-or a packet; subjects are named by a digest unless ``HAKI_LOG_SUBJECT_IDS=plain``; X-Ray
-segments carry timings and annotations only (Powertools would otherwise copy every traced
-method's return value — the packet — and its exception into the trace).
+call; ``EventsStored`` / ``EventsDeduplicated`` and ``Facts{Created,Reinforced,Superseded,
+Conflicted}`` per write. Nothing secret and no tenant content leaves through them: never a
+key, a body, a query or a packet; subjects are named by a digest unless
+``HAKI_LOG_SUBJECT_IDS=plain``; X-Ray segments carry timings and annotations only (Powertools
+would otherwise copy every traced method's return value — the packet — and its exception
+into the trace).
 """
 
 import hashlib
@@ -72,6 +74,13 @@ def record_assembly(assembly: Assembly) -> None:
         ("EpisodesServed", assembly.episodes_served),
         ("EmptyPackets", int(empty)),
     ):
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def record_writes(counts: dict[str, int]) -> None:
+    """What a write request did, one count per outcome (e.g. ``EventsStored``,
+    ``FactsReinforced``); zero counts are recorded too, so every series has a point."""
+    for name, value in counts.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 

@@ -2,8 +2,10 @@
 for context, from the shell.
 
 They are admin tools and act as the owner (no API key: the runtime role's row-level security
-follows a key, migration 0013); every statement still names its exact scope. ``context``
-prints exactly the body ``POST /v1/context`` returns.
+follows a key, migration 0013), through the routes' own core: ``load`` writes through the
+write API's statements (as written, without its rules), ``resolve`` is
+``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly the body
+``POST /v1/context`` returns. Every statement still names its exact scope.
 """
 
 import argparse
@@ -17,7 +19,8 @@ from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
 from haki.memory import MemoryWriter, parse_document
-from haki.memory.writer import resolve_conflict
+from haki.memory.api import ResolveRequest
+from haki.memory.conflicts import resolve
 from haki.models import ContextRequest
 from haki.settings import get_settings
 from haki.validation import parse
@@ -66,11 +69,12 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
+    """The core of ``POST /v1/conflicts/{id}/resolve``, with the project as the key's scope."""
     db = Database(database_url(get_settings(), Role.OWNER))
-    with db.transaction(args.project) as conn:
-        updated = resolve_conflict(conn, args.project, args.conflict_id, args.keep)
-    print(json.dumps({"conflict_id": str(args.conflict_id), "kept": str(args.keep),
-                      "superseded": [str(i) for i in updated if i != args.keep]}))
+    request = parse(ResolveRequest, {"project_id": args.project, "keep_fact_id": str(args.keep)})
+    resolved = resolve(db, args.project, args.conflict_id, request)
+    print(json.dumps({"conflict_id": str(resolved.conflict_id), "kept": str(resolved.kept_fact_id),
+                      "superseded": [str(i) for i in resolved.superseded_fact_ids]}))
     return 0
 
 

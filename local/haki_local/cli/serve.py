@@ -168,22 +168,49 @@ def _demo_request() -> dict[str, object]:
     }
 
 
-def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
+#: The banner's write example: an event about the demo subject, then a context call that
+#: serves it as an episode (read-your-writes). Its idempotency key makes a second run a replay.
+DEMO_EVENT = {
+    "subject_id": DEMO_SUBJECT, "kind": "conversation.message",
+    "idempotency_key": "demo-banner-absence",
+    "payload": {"text": "Je serai absente du 3 au 21 mars : pour la facture, écrivez à ma "
+                        "collègue Julie Martin, julie.martin@example.com."},
+}
+DEMO_EVENT_QUERY = "Qui contacter au sujet de la facture pendant que Marie est absente ?"
+#: Same value as the demo's active fact: the answer says ``reinforced``, no new row.
+DEMO_FACT = {"subject_id": DEMO_SUBJECT, "predicate": "preferred_language", "value": "fr"}
+
+
+def examples(url: str, key: str, trace_id: str) -> list[tuple[str, str]]:
+    """The banner's ``(comment, curl command)`` pairs, in the order to run them."""
     auth = shlex.quote(f"Authorization: Bearer {key}")
+    json_type = "-H 'Content-Type: application/json'"
     scope = f"project_id={DEMO_PROJECT}&subject_id={DEMO_SUBJECT}"
-    body = shlex.quote(json.dumps(_demo_request(), ensure_ascii=False))
-    return "\n".join([
-        "",
-        f"Haki local API: {url}",
-        f"API key ({DEMO_PROJECT}): {key}",
-        f"workers: {workers} (requests served in parallel)",
-        "",
-        "# assemble a context packet",
-        f"curl -s {url}/v1/context -H {auth} -H 'Content-Type: application/json' -d {body}",
-        "# inspect a call (this one ran at start)",
-        f"curl -s '{url}/v1/inspect/{trace_id}?{scope}' -H {auth}",
-        "# usage overview",
-        f"curl -s '{url}/v1/stats/overview?project_id={DEMO_PROJECT}' -H {auth}",
-        "",
-        "Ctrl-C stops the server.",
-    ])
+
+    def post(path: str, body: dict[str, object]) -> str:
+        data = shlex.quote(json.dumps(body, ensure_ascii=False))
+        return f"curl -s {url}{path} -H {auth} {json_type} -d {data}"
+
+    seen = {**_demo_request(), "query": DEMO_EVENT_QUERY}
+    return [
+        ("assemble a context packet", post("/v1/context", _demo_request())),
+        ("inspect a call (this one ran at start)",
+         f"curl -s '{url}/v1/inspect/{trace_id}?{scope}' -H {auth}"),
+        ("usage overview", f"curl -s '{url}/v1/stats/overview?project_id={DEMO_PROJECT}' "
+                           f"-H {auth}"),
+        ("write an event (201; run it again: the same id, deduplicated)",
+         post("/v1/events", {"project_id": DEMO_PROJECT, "events": [DEMO_EVENT]})),
+        ("... and the next context call serves it", post("/v1/context", seen)),
+        ("write a fact (her active value: reinforced, no new row)",
+         post("/v1/facts", {"project_id": DEMO_PROJECT, "facts": [DEMO_FACT]})),
+        ("her active facts, 5 a page", f"curl -s '{url}/v1/facts?{scope}&limit=5' -H {auth}"),
+        ("her open conflict sets", f"curl -s '{url}/v1/conflicts?{scope}' -H {auth}"),
+    ]
+
+
+def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
+    lines = ["", f"Haki local API: {url}", f"API key ({DEMO_PROJECT}): {key}",
+             f"workers: {workers} (requests served in parallel)", ""]
+    for comment, command in examples(url, key, trace_id):
+        lines += [f"# {comment}", command]
+    return "\n".join([*lines, "", "Ctrl-C stops the server."])

@@ -137,6 +137,15 @@ class Embedder:
             raise TypeError("embed_passages takes a sequence of texts, not one str")
         return self._embed([self.manifest.passage_prefix + _clean(t) for t in texts])
 
+    def passage_tokens(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens the model reads of each passage: prefix and special tokens
+        included, at most the manifest's ``max_tokens`` (the rest of a longer text is not
+        embedded). What embedding costs grows with it."""
+        _, tokenizer = self._load()
+        prefix = self.manifest.passage_prefix
+        encodings = tokenizer.encode_batch([prefix + _clean(t) for t in texts])
+        return [len(encoding.ids) for encoding in encodings]
+
     def _embed(self, texts: list[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:

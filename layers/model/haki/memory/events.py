@@ -30,7 +30,12 @@ from haki.memory.api import (
     check_scope,
     payload_bytes,
 )
-from haki.memory.store import embed_texts, lock_scopes, write_transaction
+from haki.memory.store import (
+    check_embedding_budget,
+    embed_texts,
+    lock_scopes,
+    write_transaction,
+)
 from haki.text import event_text
 
 log = logging.getLogger(__name__)
@@ -138,13 +143,15 @@ def ingest_events(
     """
     check_scope(project_id, request)
     _check_batch(request)
+    texts = [event_text(e.kind, e.payload) for e in request.events]
+    check_embedding_budget(embedder, texts, "events")
     handles = [h for h in map(_handle, request.events) if h is not None]
     with db.transaction(project_id) as conn:
         known = _stored(conn, project_id, handles) if handles else {}
 
     fresh = [(index, event) for index, event in enumerate(request.events)
              if _handle(event) not in known]
-    vectors = embed_texts(embedder, [event_text(e.kind, e.payload) for _, e in fresh])
+    vectors = embed_texts(embedder, [texts[index] for index, _ in fresh])
     ids = {index: event.id or uuid.uuid4() for index, event in fresh}
 
     inserted: set[UUID] = set()

@@ -52,7 +52,12 @@ from haki.memory.api import (
 from haki.memory.conflicts import open_conflict
 from haki.memory.lifecycle import check_transition, transition
 from haki.memory.pagination import decode_cursor, encode_cursor
-from haki.memory.store import embed_texts, lock_scopes, write_transaction
+from haki.memory.store import (
+    check_embedding_budget,
+    embed_texts,
+    lock_scopes,
+    write_transaction,
+)
 from haki.models import FactRecord, FactStatus
 from haki.text import fact_text
 
@@ -157,7 +162,9 @@ def write_facts(
     fact of the batch sees what an earlier one did)."""
     check_scope(project_id, request)
     facts = request.facts
-    vectors = embed_texts(embedder, [fact_text(f.predicate, f.value) for f in facts])
+    texts = [fact_text(f.predicate, f.value) for f in facts]
+    check_embedding_budget(embedder, texts, "facts")
+    vectors = embed_texts(embedder, texts)
     with write_transaction(db, project_id) as conn:
         lock_scopes(conn, project_id, {f.subject_id for f in facts},
                     {(f.subject_id, f.predicate) for f in facts})

@@ -31,8 +31,7 @@ from haki.memory.store import Progress, embed_texts, write_transaction
 from haki.models import ConflictRecord, EventRecord, FactRecord, MemoryDocument
 from haki.text import event_text, fact_text
 
-# ``haki resolve`` imports it from here.
-__all__ = ["LoadSummary", "MemoryWriter", "resolve_conflict"]
+__all__ = ["LoadSummary", "MemoryWriter"]
 
 log = logging.getLogger(__name__)
 
