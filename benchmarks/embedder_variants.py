@@ -3,12 +3,15 @@
     .venv/bin/python benchmarks/embedder_variants.py REF=build/variants/baseline \
         NEW=build/models/e5-small-multilingual [--threads 1] [--reps 30]
 
-Each ``NAME=FOLDER`` is a folder with ``model.onnx`` (the tokenizer is the built provider's,
-``build/models/e5-small-multilingual/tokenizer.json``, unless the folder has its own). All
-variants are loaded in this one process and timed **interleaved**: for every repetition and
+Each ``NAME=FOLDER`` (optionally ``@THREADS`` and ``,spin`` / ``,nospin`` for that variant's
+intra-op threads and ``session.intra_op.allow_spinning``) is a folder with ``model.onnx`` (the
+tokenizer is the built provider's, ``build/models/e5-small-multilingual/tokenizer.json``, unless
+the folder has its own); CPU time is the calling thread's only (with 2 threads, read wall time).
+All variants are loaded in this one process and timed **interleaved**: for every repetition and
 every question the variants run one after the other in a shuffled order, so machine noise
-(2 shared cores) lands on all of them alike. Reported: per-call p50 / p95 of tokenize + arrays +
-``session.run`` for the questions of ``embedder_questions.txt`` (one query at a time, the query
+(2 shared cores) lands on all of them alike. Reported: per-call p50 / p95 (wall) and p50 of the
+calling thread's CPU time (less inflated by other load) of tokenize + arrays + ``session.run``
+for the questions of ``embedder_questions.txt`` (one query at a time, the query
 path), and the min / mean cosine of each variant's vectors to the first variant's on
 ``check_sentences.txt`` (both prefixes) and the translation pairs (query prefix).
 """
@@ -81,7 +84,10 @@ def pct(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("variants", nargs="+", help="NAME=FOLDER (the first is the reference)")
+    parser.add_argument(
+        "variants", nargs="+",
+        help="NAME=FOLDER[@THREADS[,spin|nospin]] (the first is the reference)",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-spinning", action="store_true")
     parser.add_argument("--reps", type=int, default=30)
@@ -89,8 +95,15 @@ def main() -> None:
     args = parser.parse_args()
     variants = []
     for spec in args.variants:
-        name, _, folder = spec.partition("=")
-        variants.append(Variant(name, Path(folder), args.threads, not args.no_spinning))
+        name, _, rest = spec.partition("=")
+        folder, _, threads = rest.partition("@")
+        threads, _, spin = threads.partition(",")
+        variants.append(
+            Variant(
+                name, Path(folder), int(threads or args.threads),
+                spinning=(spin or ("nospin" if args.no_spinning else "spin")) == "spin",
+            )
+        )
 
     texts = quality_texts()
     vectors = {v.name: np.stack([v.embed(t) for t in texts]) for v in variants}
@@ -101,32 +114,38 @@ def main() -> None:
         for q in qs:
             v.embed(q)
     times: dict[str, list[float]] = {v.name: [] for v in variants}
+    cpu: dict[str, list[float]] = {v.name: [] for v in variants}
     rng = random.Random(args.seed)
     for _ in range(args.reps):
         for q in qs:
             order = variants[:]
             rng.shuffle(order)
             for v in order:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), time.thread_time()
                 v.embed(q)
+                cpu[v.name].append(time.thread_time() - cpu_started)
                 times[v.name].append(time.perf_counter() - started)
 
     tokens = statistics.mean(len(variants[0].tokenizer.encode(q).ids) for q in qs)
     print(
         f"{len(qs)} questions ({tokens:.1f} tokens on average with the prefix) x {args.reps} "
-        f"reps, interleaved; threads={args.threads}, spinning={not args.no_spinning}; "
+        f"reps, interleaved; default threads={args.threads}, spinning={not args.no_spinning}; "
         f"cosines on {len(texts)} texts"
     )
-    print("| variant | p50 ms | p95 ms | p50 vs first | min / mean cosine vs first | load s |")
-    print("|---|---|---|---|---|---|")
-    base = pct(times[variants[0].name], 0.5)
+    print(
+        "| variant | p50 ms | p95 ms | CPU p50 ms | p50 vs first | CPU p50 vs first "
+        "| min / mean cosine vs first | load s |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    base, base_cpu = pct(times[variants[0].name], 0.5), pct(cpu[variants[0].name], 0.5)
     for v in variants:
         ms = [t * 1e3 for t in times[v.name]]
+        cpu_p50 = pct(cpu[v.name], 0.5)
         cos = (vectors[v.name] * ref).sum(axis=1)
         print(
-            f"| {v.name} | {pct(ms, 0.5):.2f} | {pct(ms, 0.95):.2f} "
-            f"| {pct(ms, 0.5) / (base * 1e3):.2f}x | {cos.min():.5f} / {cos.mean():.5f} "
-            f"| {v.load_s:.2f} |"
+            f"| {v.name} | {pct(ms, 0.5):.2f} | {pct(ms, 0.95):.2f} | {cpu_p50 * 1e3:.2f} "
+            f"| {pct(ms, 0.5) / (base * 1e3):.2f}x | {cpu_p50 / base_cpu:.2f}x "
+            f"| {cos.min():.5f} / {cos.mean():.5f} | {v.load_s:.2f} |"
         )
 
 
