@@ -268,20 +268,21 @@ class Embedder:
             return out
         session, tokenizer = self._load()
         encodings = tokenizer.encode_batch(texts)
-        # Similar lengths share a batch, so little compute goes to padding. Padding does not
-        # change a text's vector (masked attention, weight-only quantization).
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), BATCH_SIZE):
-            rows = order[start : start + BATCH_SIZE]
-            width = max(len(encodings[i].ids) for i in rows)
-            ids = np.full((len(rows), width), self.manifest.pad_id, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for row, i in enumerate(rows):
-                n = len(encodings[i].ids)
-                ids[row, :n] = encodings[i].ids
-                mask[row, :n] = 1
-            feed = {"input_ids": ids, "attention_mask": mask}
-            out[rows] = session.run([self.manifest.output], feed)[0]
+        # Only texts of the same token length share an onnxruntime batch, so nothing is ever
+        # padded: a text's vector is bit for bit the same alone or in any batch, on every CPU.
+        # (With padding, x86_64 stayed exact but arm64 did not: the attention's float sums
+        # change in the last bits with the padded length, and the int8 activation rounding of
+        # MatMulNBits turns that into differences up to 7e-3; measured under qemu, Neoverse N1.)
+        # No padding is also cheaper: 9.96 against 11.66 ms per text (CPU) on 156 EN/FR texts.
+        by_length: dict[int, list[int]] = {}
+        for i, encoding in enumerate(encodings):
+            by_length.setdefault(len(encoding.ids), []).append(i)
+        for rows_of_length in by_length.values():
+            for start in range(0, len(rows_of_length), BATCH_SIZE):
+                rows = rows_of_length[start : start + BATCH_SIZE]
+                ids = np.array([encodings[i].ids for i in rows], dtype=np.int64)
+                feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+                out[rows] = session.run([self.manifest.output], feed)[0]
         return out
 
 
