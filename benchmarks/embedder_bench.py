@@ -14,10 +14,11 @@ Each provider is measured in fresh child processes on ``--threads`` onnxruntime 
 1): cold start (interpreter start → imports → model load → first query, timed inside the child
 and as wall time from the parent), query p50/p95 (wall and CPU time of the calling thread),
 a batch of 32 passages, and the child's peak RSS. With ``--before DIR`` (a models folder built
-by an earlier recipe, e.g. from a ``git worktree`` of the previous commit) the same children run
-for both model folders **alternately** (before, after, before, after …, ``--rounds`` times), so
-that the noise of a shared machine falls on both alike; the table then gives both and the ratio
-of the medians. Writes ``benchmarks/results/embedder.json``.
+by an earlier recipe, e.g. from a ``git worktree`` of the previous commit) each timing child
+loads both folders and runs every question on both, in a shuffled order, before the next
+(``--rounds`` children); cold-start children alternate before, after, before … So the noise of
+a shared machine falls on both alike; the table gives both and the ratios of the medians (peak
+RSS is then the child's with both models). Writes ``benchmarks/results/embedder.json``.
 """
 
 import argparse
@@ -42,30 +43,39 @@ TARGETS = {
 CHILD = """
 import time
 start = time.perf_counter()
-import json, resource, sys
+import json, random, resource, sys
 from pathlib import Path
 from haki.embedding import Embedder
-provider, model_dir, mode, threads = sys.argv[1:5]
+provider, mode, threads = sys.argv[1:4]
+folders = sys.argv[4:]
 data = json.loads(sys.stdin.read())
 queries, passages = data["queries"], data["passages"]
-embedder = Embedder(provider, Path(model_dir), threads=int(threads), query_cache_size=0)
-embedder.embed_query(queries[0])
+embedders = [Embedder(provider, Path(f), threads=int(threads), query_cache_size=0) for f in folders]
+for e in embedders:
+    e.embed_query(queries[0])
 cold = time.perf_counter() - start
 out = {"cold_s": cold}
 if mode == "full":
-    for q in queries:
-        embedder.embed_query(q)
-    lat, cpu = [], []
+    for e in embedders:
+        for q in queries:
+            e.embed_query(q)
+    lat = [[] for _ in embedders]; cpu = [[] for _ in embedders]; bt = [[] for _ in embedders]
+    rng = random.Random(0)
+    order = list(range(len(embedders)))
     for _ in range(data["reps"]):
         for q in queries:
-            t, c = time.perf_counter(), time.thread_time()
-            embedder.embed_query(q)
-            cpu.append(time.thread_time() - c); lat.append(time.perf_counter() - t)
-    assert embedder.cache_stats().hits == 0
-    batch = passages[:32]
-    bt = []
+            rng.shuffle(order)
+            for k in order:
+                t, c = time.perf_counter(), time.thread_time()
+                embedders[k].embed_query(q)
+                cpu[k].append(time.thread_time() - c); lat[k].append(time.perf_counter() - t)
+    for e in embedders:
+        assert e.cache_stats().hits == 0
     for _ in range(5):
-        t = time.perf_counter(); embedder.embed_passages(batch); bt.append(time.perf_counter() - t)
+        rng.shuffle(order)
+        for k in order:
+            t = time.perf_counter(); embedders[k].embed_passages(passages[:32])
+            bt[k].append(time.perf_counter() - t)
     out.update(query_s=lat, query_cpu_s=cpu, batch_s=bt,
                peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 print(json.dumps(out))
@@ -87,12 +97,12 @@ def corpus(reps: int) -> dict:
 
 
 def run_child(
-    provider: str, models: Path, mode: str, threads: int, data: dict
+    provider: str, folders: list[Path], mode: str, threads: int, data: dict
 ) -> tuple[dict, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HAKI_")}
     started = time.perf_counter()
     child = subprocess.run(
-        [sys.executable, "-c", CHILD, provider, str(models), mode, str(threads)],
+        [sys.executable, "-c", CHILD, provider, mode, str(threads), *map(str, folders)],
         input=json.dumps(data), capture_output=True, text=True, check=True, env=env,
     )
     return json.loads(child.stdout), time.perf_counter() - started
@@ -116,11 +126,14 @@ def layer_sizes() -> dict[str, dict]:
     return out
 
 
-def summarise(models: Path, provider: str, fulls: list[dict], colds: list[tuple]) -> dict:
+def summarise(
+    models: Path, provider: str, fulls: list[dict], k: int, colds: list[tuple]
+) -> dict:
+    """Figures of folder ``k`` of the full children, and of its own cold-start children."""
     manifest = json.loads((models / provider / "manifest.json").read_text(encoding="utf-8"))
-    ms = [s * 1e3 for f in fulls for s in f["query_s"]]
-    cpu_ms = [s * 1e3 for f in fulls for s in f["query_cpu_s"]]
-    batch_ms = [s * 1e3 for f in fulls for s in f["batch_s"]]
+    ms = [s * 1e3 for f in fulls for s in f["query_s"][k]]
+    cpu_ms = [s * 1e3 for f in fulls for s in f["query_cpu_s"][k]]
+    batch_ms = [s * 1e3 for f in fulls for s in f["batch_s"][k]]
     return {
         "models": str(models),
         "query_p50_ms": round(pct(ms, 0.5), 2),
@@ -132,6 +145,7 @@ def summarise(models: Path, provider: str, fulls: list[dict], colds: list[tuple]
         "batch32_per_text_ms": round(pct(batch_ms, 0.5) / 32, 2),
         "cold_start_s": round(statistics.median(c[0]["cold_s"] for c in colds), 3),
         "cold_start_wall_s": round(statistics.median(c[1] for c in colds), 3),
+        # With --before, both models share the timing child: use the cold-start figures alone.
         "peak_rss_mib": round(max(f["peak_rss_mib"] for f in fulls), 1),
         "model_mib": round(manifest["files"]["model.onnx"]["bytes"] / 2**20, 1),
         "tokenizer_mib": round(manifest["files"]["tokenizer.json"]["bytes"] / 2**20, 1),
@@ -141,17 +155,19 @@ def summarise(models: Path, provider: str, fulls: list[dict], colds: list[tuple]
 
 
 def measure(provider: str, folders: dict[str, Path], args: argparse.Namespace) -> dict:
-    """Alternate the folders' children round by round; one summary per folder."""
+    """Query and batch timings: every child loads all the folders and interleaves them query by
+    query. Cold starts: one folder per child, the folders alternating."""
     data = corpus(args.reps)
-    fulls: dict[str, list[dict]] = {name: [] for name in folders}
+    paths = list(folders.values())
+    fulls = [run_child(provider, paths, "full", args.threads, data)[0] for _ in range(args.rounds)]
     colds: dict[str, list[tuple]] = {name: [] for name in folders}
-    for _ in range(args.rounds):
-        for name, models in folders.items():
-            fulls[name].append(run_child(provider, models, "full", args.threads, data)[0])
     for _ in range(args.cold_runs):
         for name, models in folders.items():
-            colds[name].append(run_child(provider, models, "cold", args.threads, data))
-    return {name: summarise(folders[name], provider, fulls[name], colds[name]) for name in folders}
+            colds[name].append(run_child(provider, [models], "cold", args.threads, data))
+    return {
+        name: summarise(models, provider, fulls, k, colds[name])
+        for k, (name, models) in enumerate(folders.items())
+    }
 
 
 def main() -> None:
@@ -159,7 +175,7 @@ def main() -> None:
     parser.add_argument("--providers", nargs="+", default=list(PROVIDERS))
     parser.add_argument("--before", type=Path, help="models folder of the earlier build")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=4, help="query-timing children per folder")
+    parser.add_argument("--rounds", type=int, default=3, help="query-timing children")
     parser.add_argument("--reps", type=int, default=5, help="passes over the questions per child")
     parser.add_argument("--cold-runs", type=int, default=7)
     args = parser.parse_args()

@@ -33,7 +33,7 @@ BATCH_SIZE = 32
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
-#: Default number of query vectors kept per embedder (~1.6 KiB each with its key): ~2 MiB.
+#: Default number of query vectors kept per embedder (~1.8 KiB each with its key): ~1.8 MiB.
 QUERY_CACHE_SIZE = 1024
 
 
