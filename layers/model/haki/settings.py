@@ -51,6 +51,9 @@ class Settings(BaseModel):
     model_dir: Path = Field(default_factory=_default_model_dir)
     #: ``HAKI_EMBED_THREADS``: onnxruntime intra-op threads (a Lambda ≤1769 MB has one vCPU).
     embed_threads: int = Field(default=1, ge=1, le=64)
+    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors kept per process (LRU; agents repeat
+    #: questions); 0 turns the cache off. ~1.8 KiB an entry.
+    embed_query_cache_size: int = Field(default=1024, ge=0, le=65_536)
     #: ``HAKI_RECALL_MAX_DISTANCE``: opt-in recall floor on cosine distance; 0 disables it.
     recall_max_distance: float = Field(default=0.0, ge=0.0, le=2.0)
     #: ``HAKI_VOLATILITY_HORIZON_*_DAYS``: after this many days without reinforcement a fact of

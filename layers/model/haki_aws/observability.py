@@ -65,14 +65,17 @@ def record_request(endpoint: str, outcome: str, milliseconds: float) -> None:
         metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
 
 
-def record_assembly(assembly: Assembly) -> None:
-    """One context call's outcome: what was considered, what was served."""
+def record_assembly(assembly: Assembly, *, query_cache_hit: bool) -> None:
+    """One context call's outcome: what was considered, what was served, and whether the
+    query's vector came from the container's cache (``QueryCacheHits``: its average is the
+    hit rate)."""
     empty = assembly.facts_served == 0 and assembly.episodes_served == 0
     for name, value in (
         ("CandidatesConsidered", assembly.candidates),
         ("FactsServed", assembly.facts_served),
         ("EpisodesServed", assembly.episodes_served),
         ("EmptyPackets", int(empty)),
+        ("QueryCacheHits", int(query_cache_hit)),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 

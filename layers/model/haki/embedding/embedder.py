@@ -48,8 +48,6 @@ class Manifest:
     max_tokens: int
     pad_id: int
     output: str
-    #: File name → sha256, as built.
-    sha256: dict[str, str]
 
     @classmethod
     def load(cls, folder: Path) -> "Manifest":
@@ -64,7 +62,6 @@ class Manifest:
                 max_tokens=int(raw["max_tokens"]),
                 pad_id=int(raw["pad_id"]),
                 output=str(raw["output"]),
-                sha256={name: str(f["sha256"]) for name, f in raw["files"].items()},
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigurationError(f"unreadable embedding manifest {path}: {exc}") from exc
@@ -303,6 +300,5 @@ def _cached(provider: str, model_dir: Path, threads: int, query_cache_size: int)
 def get_embedder(settings: Settings | None = None) -> Embedder:
     """The process-wide embedder for ``settings`` (default: the environment's)."""
     s = settings or get_settings()
-    # ``embed_query_cache_size`` joins the settings model on main; until then the default.
-    cache_size = getattr(s, "embed_query_cache_size", QUERY_CACHE_SIZE)
-    return _cached(s.embed_provider, Path(s.model_dir).resolve(), s.embed_threads, cache_size)
+    return _cached(s.embed_provider, Path(s.model_dir).resolve(), s.embed_threads,
+                   s.embed_query_cache_size)
