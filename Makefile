@@ -21,10 +21,10 @@ test: install model lint
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -e clients/python
 	touch $@
 
 # ruff, then the layering contract of pyproject.toml (infra/ is not an installed package).
