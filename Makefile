@@ -8,7 +8,7 @@ MODELS := build/models
 # The CDK (jsii) prints a banner about Node 20 on every synth; the tests synth offline.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test install lint bench clean
+.PHONY: run test install lint audit bench clean
 
 include layers/model/recipe/recipe.mk
 include benchmarks/bench.mk
@@ -16,7 +16,7 @@ include benchmarks/bench.mk
 run: install model
 	$(PY) -m haki_local.cli serve
 
-test: install model lint
+test: install model lint audit
 	$(PY) -m pytest
 
 install: $(STAMP)
@@ -31,6 +31,10 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 lint: install
 	$(PY) -m ruff check .
 	PYTHONPATH=infra $(VENV)/bin/lint-imports
+
+# Known vulnerabilities of the shipped pins; a printed skip when the advisory service is away.
+audit: install
+	$(PY) scripts/audit_dependencies.py
 
 clean:
 	rm -rf build .haki cdk.out

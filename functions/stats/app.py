@@ -18,7 +18,9 @@ from haki_aws.params import OptionalScopeQuery, ScopeQuery
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
-stats_db = runtime_database(Role.STATS)
+#: The rollup may scan an hour of calls: bounded by its function's own timeout (300 s), not
+#: by the API's statement timeout.
+stats_db = runtime_database(Role.STATS, statement_timeout_ms=240_000)
 
 
 @app.get("/v1/stats/overview", summary="Usage overview of a project (optionally one subject)")

@@ -64,7 +64,7 @@ def test_a_failing_record_leaves_nothing_half_loaded(
                 events=[{"kind": "call", "payload": {}}],
                 facts=[{"predicate": "ok", "value": 1},
                        {"predicate": "bad", "value": 2, "supersedes_id": str(uuid.uuid4())}])
-    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+    with pytest.raises(ValidationFailed, match="facts_supersedes_id_fkey"):
         MemoryWriter(app_db, embedder).write(parse_document_text(text))
     for table in ("facts", "events"):
         count = owner_conn.execute(f"SELECT count(*) FROM {table} WHERE project_id = %s",
@@ -164,3 +164,27 @@ def test_cli_resolve(db_urls: dict[Role, str], app_db: Database, embedder: Embed
                 db_urls[Role.APP])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"conflict_id": conflict_id, "kept": a, "superseded": [b]}
+
+
+def test_documents_are_stored_as_written_without_the_write_rules(
+    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+) -> None:
+    """``haki load`` shares the write API's statements, not its rules: two active values of one
+    key stay two active facts with no conflict set, a repeated value is a second row, and
+    statuses, versions and dates are the document's."""
+    a, b, c = (str(uuid.uuid4()) for _ in range(3))
+    MemoryWriter(app_db, embedder).write(parse_document_text(_doc(project_id, facts=[
+        {"id": a, "predicate": "city", "value": "Lyon", "version": 7,
+         "recorded_from": "2024-01-01T00:00:00Z", "last_reinforced_at": "2024-06-01T00:00:00Z"},
+        {"id": b, "predicate": "city", "value": "Nantes", "status": "disputed"},
+        {"id": c, "predicate": "city", "value": "Lyon"},
+    ])))
+    rows = owner_conn.execute(
+        "SELECT id::text, value, status, version, recorded_from::date::text, "
+        "last_reinforced_at::date::text FROM facts WHERE project_id = %s ORDER BY version DESC, "
+        "status", (project_id,)).fetchall()
+    assert rows[0] == (a, "Lyon", "active", 7, "2024-01-01", "2024-06-01")
+    assert {r[0]: (r[1], r[2], r[3]) for r in rows[1:]} == {
+        b: ("Nantes", "disputed", 1), c: ("Lyon", "active", 1)}
+    assert owner_conn.execute("SELECT count(*) FROM conflict_sets WHERE project_id = %s",
+                              (project_id,)).fetchone() == (0,)

@@ -58,6 +58,10 @@ class Settings(BaseModel):
     volatility_horizon_slow_days: float = Field(default=365.0, gt=0)
     volatility_horizon_volatile_days: float = Field(default=60.0, gt=0)
     volatility_horizon_ephemeral_days: float = Field(default=7.0, gt=0)
+    #: ``HAKI_STATEMENT_TIMEOUT_MS``: the longest any statement of an API call may run; past
+    #: it the call fails fast with 503 ``service_unavailable`` instead of holding a
+    #: connection until the function times out. 0 keeps the server's setting.
+    statement_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable

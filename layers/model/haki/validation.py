@@ -54,15 +54,26 @@ def loads_json(text: str | bytes) -> Any:
     return json.loads(text)
 
 
+def _parts(loc: Sequence[Any]) -> tuple[Any, ...]:
+    """The location without its kind: ``("body", "facts", 3, "value")`` → ``("facts", 3,
+    "value")``."""
+    return tuple(loc[1:] if loc and loc[0] in _LOCATIONS else loc)
+
+
 def _field(loc: Sequence[Any]) -> str:
     """``("body", "budget_tokens")`` → ``budget_tokens``; the location kind is dropped."""
-    parts = loc[1:] if loc and loc[0] in _LOCATIONS else loc
-    return ".".join(str(p) for p in parts) or "body"
+    return ".".join(str(p) for p in _parts(loc)) or "body"
 
 
 def _describe(error: Mapping[str, Any]) -> str:
     kind = error.get("type", "")
     loc = tuple(error.get("loc", ()))
+    msg = error.get("msg", "invalid value")
+    parts = _parts(loc)
+    if len(parts) >= 2 and isinstance(parts[0], str) and isinstance(parts[1], int):
+        # A record of a batch: name it by its index, e.g. "facts[3]: field 'value': ...".
+        inner = ".".join(str(p) for p in parts[2:]) or "(record)"
+        return f"{parts[0]}[{parts[1]}]: field '{inner}': {msg}"
     if kind == "json_invalid":
         detail = (error.get("ctx") or {}).get("error", "malformed")
         return f"the request body is not valid JSON ({detail})"
@@ -71,26 +82,26 @@ def _describe(error: Mapping[str, Any]) -> str:
     if kind == "missing":
         if loc == ("body",):
             return "a JSON request body is required"
-        return f"{_field(loc)} is required"
+        return f"field '{_field(loc)}' is required"
     if kind in ("uuid_parsing", "uuid_type"):
         return f"{_field(loc)} must be a UUID"
     if kind == "string_pattern_mismatch" and loc and str(loc[-1]) in SCOPE_FIELDS:
         return f"{_field(loc)} must not contain control characters"
     if kind == "model_attributes_type" and loc == ("body",):
         return "the request body must be a JSON object"
-    return f"{_field(loc)}: {error.get('msg', 'invalid value')}"
+    return f"field '{_field(loc)}': {msg}"
 
 
 def classify_validation(errors: Sequence[Mapping[str, Any]]) -> HakiError:
-    """The domain error for a list of Pydantic errors: scope first, then budget, then the rest."""
-    absent_scope = sorted({
-        str(e["loc"][-1]) for e in errors
+    """The domain error for a list of Pydantic errors: scope first, then budget, then the rest.
+    The message names each distinct problem (and the record of a batch by its index)."""
+    absent_scope = [
+        e for e in errors
         if e.get("type") in _ABSENT and e.get("loc") and str(e["loc"][-1]) in SCOPE_FIELDS
-    })
+    ]
     if absent_scope:
-        return MissingScope(
-            f"{' and '.join(absent_scope)} must be given (1 to 128 characters): "
-            "every call names its scope")
+        named = "; ".join(dict.fromkeys(_describe(e) for e in absent_scope))
+        return MissingScope(f"{named} (every call names its scope, 1 to 128 characters)")
     if any(e.get("loc") and str(e["loc"][-1]) == "budget_tokens" for e in errors):
         return BudgetExceeded(
             f"budget_tokens must be a positive integer (at most {MAX_BUDGET_TOKENS})")

@@ -37,9 +37,15 @@ def iam_conninfo(settings: Settings) -> Callable[[], str]:
     return conninfo
 
 
-def runtime_database(role: Role, settings: Settings | None = None) -> Database:
-    """The process's database handle for ``role`` (deployed: the role is ``HAKI_DB_USER``)."""
+def runtime_database(
+    role: Role, settings: Settings | None = None, *, statement_timeout_ms: int | None = None
+) -> Database:
+    """The process's database handle for ``role`` (deployed: the role is ``HAKI_DB_USER``).
+    Statements are bounded by ``HAKI_STATEMENT_TIMEOUT_MS`` unless the caller (a scheduled
+    job with its own time budget) gives its own bound."""
     settings = settings or get_settings()
+    timeout = settings.statement_timeout_ms if statement_timeout_ms is None else (
+        statement_timeout_ms)
     if settings.db_iam_auth:
-        return Database(iam_conninfo(settings))
-    return Database(lambda: database_url(settings, role))
+        return Database(iam_conninfo(settings), statement_timeout_ms=timeout)
+    return Database(lambda: database_url(settings, role), statement_timeout_ms=timeout)

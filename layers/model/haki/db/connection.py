@@ -77,13 +77,19 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
     return conn
 
 
-def set_scope(conn: psycopg.Connection, project_id: str | None) -> None:
-    """Confine the current transaction to ``project_id`` for row-level security.
+def set_scope(
+    conn: psycopg.Connection, project_id: str | None, *, statement_timeout_ms: int = 0
+) -> None:
+    """Confine the current transaction to ``project_id`` for row-level security, and bound
+    each of its statements to ``statement_timeout_ms`` (0: the server's setting).
 
-    Transaction-local (``is_local = true``): it ends with the transaction, so a pooled or
+    Transaction-local (``is_local = true``): both end with the transaction, so a pooled or
     proxied connection never carries one tenant's scope into another's request.
     """
-    conn.execute("SELECT set_config('haki.project_id', %s, true)", (project_id or "",))
+    conn.execute(
+        "SELECT set_config('haki.project_id', %s, true), "
+        "CASE WHEN %s > 0 THEN set_config('statement_timeout', %s::text, true) END",
+        (project_id or "", statement_timeout_ms, statement_timeout_ms))
 
 
 class Database:
@@ -93,8 +99,11 @@ class Database:
     minutes, so a deployment passes a callable that mints a fresh token per connect).
     """
 
-    def __init__(self, conninfo: str | Callable[[], str]) -> None:
+    def __init__(
+        self, conninfo: str | Callable[[], str], *, statement_timeout_ms: int = 0
+    ) -> None:
         self._conninfo = conninfo
+        self._statement_timeout_ms = statement_timeout_ms
         self._conn: psycopg.Connection | None = None
 
     def conninfo(self) -> str:
@@ -140,7 +149,7 @@ class Database:
             try:
                 batch = stack.enter_context(conn.pipeline()) if pipeline else None
                 stack.enter_context(conn.transaction())
-                set_scope(conn, project_id)
+                set_scope(conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
                 if batch is not None:
                     batch.sync()
                 return conn, stack
@@ -167,6 +176,11 @@ class Database:
             conn, stack = self._begin(project_id, pipeline)
             with stack:
                 yield conn
+        except psycopg.errors.QueryCanceled as exc:
+            # The statement timeout: the transaction rolled back, the connection is sound.
+            log.warning("a statement exceeded the statement timeout")
+            raise ServiceUnavailable(
+                "the memory store did not answer in time, retry shortly") from exc
         except psycopg.OperationalError as exc:
             self.close()
             raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc
