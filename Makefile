@@ -8,7 +8,7 @@ MODELS := build/models
 # The CDK (jsii) prints a banner about Node 20 on every synth; the tests synth offline.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test install lint audit bench clean
+.PHONY: run test install lint audit clients-deps bench clean
 
 include layers/model/recipe/recipe.mk
 include benchmarks/bench.mk
@@ -16,8 +16,15 @@ include benchmarks/bench.mk
 run: install model
 	$(PY) -m haki_local.cli serve
 
-test: install model lint audit
+test: install model lint audit clients-deps
 	$(PY) -m pytest
+
+# The TypeScript SDK's pinned dev dependencies (openapi-typescript, typescript), from its
+# committed lock file; its tests (tests/clients/test_typescript_sdk.py) build and run it.
+TS_SDK := clients/typescript
+clients-deps: $(TS_SDK)/node_modules/.package-lock.json
+$(TS_SDK)/node_modules/.package-lock.json: $(TS_SDK)/package-lock.json
+	cd $(TS_SDK) && npm ci --no-audit --no-fund
 
 install: $(STAMP)
 
