@@ -43,5 +43,15 @@ lint: install
 audit: install
 	$(PY) scripts/audit_dependencies.py
 
+# The RDS CA bundle the migrations' owner connection verifies the database with (docs/deploy.md).
+# Needs the internet; run before `make layer` on the machine that deploys.
+RDS_CA_URL ?= https://truststore.pki.rds.amazonaws.com/global/global-bundle.pem
+RDS_CA := layers/model/haki_aws/rds-ca-bundle.pem
+.PHONY: rds-ca
+rds-ca:
+	curl -fsSL --proto '=https' --tlsv1.2 $(RDS_CA_URL) -o $(RDS_CA).tmp
+	grep -q 'BEGIN CERTIFICATE' $(RDS_CA).tmp && mv $(RDS_CA).tmp $(RDS_CA)
+	@echo "$(RDS_CA): $$(grep -c 'BEGIN CERTIFICATE' $(RDS_CA)) certificates"
+
 clean:
 	rm -rf build .haki cdk.out

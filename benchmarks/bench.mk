@@ -13,3 +13,9 @@ bench: install model
 
 bench-quick: install model
 	$(PY) -m benchmarks.scale --quick --reuse $(BENCH_ARGS)
+
+# The load test of the local API (benchmarks/load.py): 1 client, then N clients x 60 s.
+LOAD_ARGS ?=
+.PHONY: load
+load: install model
+	$(PY) -m benchmarks.load $(LOAD_ARGS)

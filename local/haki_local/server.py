@@ -4,14 +4,17 @@ Routes come from :data:`haki_aws.routes.ROUTES`, the table the CDK stack builds 
 and each is served by ``functions/<name>/app.py:handler``, imported in process: local and
 deployed runs execute the same code. Like a Lambda container, each handler module serves one
 request at a time (its database connection and resolver are not shared between requests), so
-dispatch is serialised. The handlers' EMF metric lines (stdout) are dropped: there is no
-CloudWatch here; their JSON logs go to the console.
+dispatch is serialised within a process; ``haki_local.workers`` runs several processes on one
+socket to serve requests in parallel. The handlers' EMF metric lines (stdout) are dropped:
+there is no CloudWatch here; their JSON logs go to the console.
 """
 
 import base64
 import contextlib
 import io
+import os
 import re
+import socket
 import threading
 import time
 import uuid
@@ -147,6 +150,8 @@ def _reply(result: Mapping[str, Any], request_id: str) -> Reply:
     for name, values in (result.get("multiValueHeaders") or {}).items():
         headers[name] = ", ".join(str(v) for v in values)
     headers["x-amzn-RequestId"] = request_id
+    # Which worker process served it (``haki_local.workers``): local runs only.
+    headers["X-Haki-Worker"] = str(os.getpid())
     body = result.get("body") or ""
     payload = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
     return Reply(int(result["statusCode"]), headers, payload)
@@ -168,8 +173,18 @@ def _refused(status: HTTPStatus, message: str) -> Reply:
                  error_body("validation_error", message).encode())
 
 
-def make_server(host: str, port: int, gateway: LocalGateway) -> ThreadingHTTPServer:
-    """An HTTP server on ``host:port`` (port 0 picks a free one) that feeds ``gateway``."""
+def serve_on(sock: socket.socket, gateway: LocalGateway) -> ThreadingHTTPServer:
+    """An HTTP server accepting from an already listening ``sock`` (a worker's)."""
+    server = ThreadingHTTPServer(sock.getsockname(), _request_handler(gateway),
+                                 bind_and_activate=False)
+    server.socket.close()
+    server.socket = sock
+    server.daemon_threads = True
+    return server
+
+
+def _request_handler(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
+    """The request handler class feeding ``gateway``."""
 
     class RequestHandler(BaseHTTPRequestHandler):
         server_version = "haki-local"
@@ -198,6 +213,4 @@ def make_server(host: str, port: int, gateway: LocalGateway) -> ThreadingHTTPSer
         def log_message(self, format: str, *args: Any) -> None:
             """Access log lines are left to the handlers' structured logs."""
 
-    server = ThreadingHTTPServer((host, port), RequestHandler)
-    server.daemon_threads = True
-    return server
+    return RequestHandler

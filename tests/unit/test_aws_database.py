@@ -26,7 +26,7 @@ def test_iam_conninfo_mints_a_signed_token_and_requires_tls(fake_credentials: No
     conninfo = iam_conninfo(Settings.from_env(ENV))
     params = conninfo_to_dict(conninfo())
     assert params["host"] == "proxy.example" and params["user"] == "haki_app"
-    assert params["dbname"] == "haki" and params["sslmode"] == "require"
+    assert params["dbname"] == "haki" and params["sslmode"] == "verify-full"
     token = urlsplit("https://" + params["password"])
     assert token.hostname == "proxy.example"
     assert parse_qs(token.query)["Action"] == ["connect"]

@@ -1,7 +1,8 @@
 """The functions' database handle: RDS Proxy with IAM auth when deployed, else the core's URL.
 
 Deployed (``HAKI_DB_IAM_AUTH=1``), each function logs in as its role through RDS Proxy with a
-15-minute IAM auth token, minted on every (re)connect, over TLS. Where and as whom come from
+15-minute IAM auth token, minted on every (re)connect, over TLS verified against the Amazon
+Root CAs (``sslmode=verify-full``, see ``haki_aws.trust``). Where and as whom come from
 the validated :class:`haki.settings.Settings` (``HAKI_DB_HOST`` / ``_PORT`` / ``_NAME`` /
 ``_USER``), read once like every other setting. Otherwise the URL comes from
 :func:`haki.db.database_url` (``HAKI_DATABASE_URL``, or the embedded server locally). Either
@@ -14,6 +15,7 @@ from psycopg.conninfo import make_conninfo
 
 from haki.db import Database, Role, database_url
 from haki.settings import Settings, get_settings
+from haki_aws.trust import amazon_root_cas
 
 
 def iam_conninfo(settings: Settings) -> Callable[[], str]:
@@ -22,6 +24,7 @@ def iam_conninfo(settings: Settings) -> Callable[[], str]:
 
     client = boto3.client("rds")
     host, port, user = settings.db_host, settings.db_port, settings.db_user
+    roots = amazon_root_cas()
 
     def conninfo() -> str:
         token = client.generate_db_auth_token(DBHostname=host, Port=port, DBUsername=user)
@@ -31,7 +34,8 @@ def iam_conninfo(settings: Settings) -> Callable[[], str]:
             dbname=settings.db_name,
             user=user,
             password=token,
-            sslmode="require",
+            sslmode="verify-full",
+            sslrootcert=str(roots),
         )
 
     return conninfo

@@ -13,7 +13,11 @@ import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import FrameType
 
@@ -38,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="let --host name an interface other than loopback")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
     serve.add_argument("--no-demo", action="store_true", help="do not load the demo data set")
+    serve.add_argument("--workers", type=int, default=None,
+                       help="processes serving requests in parallel (default: one per core, "
+                            "at most 4)")
     serve.set_defaults(run=_serve)
 
 
@@ -82,10 +89,13 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"WARNING: the local API listens on {args.host}, reachable from other machines, "
               "with the dev key printed below. Use it only on a network you trust.",
               file=sys.stderr, flush=True)
-    # Imported here: the adapter imports the Lambda handlers (Powertools), which the rest of
+    # Imported here: the workers import the Lambda handlers (Powertools), which the rest of
     # the CLI does not need.
-    from haki_local.server import LocalGateway, load_handlers, make_server
+    from haki_local import workers
 
+    args.workers = args.workers or workers.default_workers()
+    if args.workers < 1:
+        raise ValidationFailed("--workers must be at least 1")
     settings = get_settings()
     owner = Database(database_url(settings, Role.OWNER))
     app = Database(database_url(settings, Role.APP))
@@ -97,23 +107,43 @@ def _serve(args: argparse.Namespace) -> int:
         print("demo data: " + (f"loaded {summary}" if summary else "already loaded"), flush=True)
     key = dev_key(settings, owner, app)
 
-    gateway = LocalGateway(load_handlers())
-    server = make_server(args.host, args.port, gateway)
-    url = f"http://{args.host}:{server.server_address[1]}"
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    warm = gateway.dispatch("POST", "/v1/context", headers, json.dumps(_demo_request()).encode())
-    trace_id = json.loads(warm.body).get("trace_id", "<trace_id>")
-    print(_banner(url, key, trace_id), flush=True)
+    owner.close()
+    app.close()
+
+    sock = workers.listen(args.host, args.port)
+    url = f"http://{args.host}:{sock.getsockname()[1]}"
     _stop_on_signals()
+    started = workers.spawn(sock, args.workers)
     try:
-        server.serve_forever()
+        trace_id = _first_call(url, key)
+        print(_banner(url, key, trace_id, len(started)), flush=True)
+        _wait_for_any(started)
+        print("a worker stopped unexpectedly; stopping", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\nstopping", file=sys.stderr)
+        return 0
     finally:
-        server.server_close()
-        owner.close()
-        app.close()
-    return 0
+        workers.stop(started)
+        sock.close()
+
+
+def _first_call(url: str, key: str) -> str:
+    """One context call through a worker (it loads the model), for the banner's inspect."""
+    request = urllib.request.Request(
+        f"{url}/v1/context", data=json.dumps(_demo_request()).encode(), method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return str(json.loads(response.read()).get("trace_id", "<trace_id>"))
+    except urllib.error.HTTPError as error:
+        return f"<trace_id: the first call answered {error.code}>"
+
+
+def _wait_for_any(started: list[subprocess.Popen[bytes]]) -> None:
+    """Block until a worker exits (Ctrl-C or SIGTERM interrupts the wait)."""
+    while all(worker.poll() is None for worker in started):
+        time.sleep(0.5)
 
 
 def _stop_on_signals() -> None:
@@ -137,7 +167,7 @@ def _demo_request() -> dict[str, object]:
     }
 
 
-def _banner(url: str, key: str, trace_id: str) -> str:
+def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
     auth = shlex.quote(f"Authorization: Bearer {key}")
     scope = f"project_id={DEMO_PROJECT}&subject_id={DEMO_SUBJECT}"
     body = shlex.quote(json.dumps(_demo_request(), ensure_ascii=False))
@@ -145,6 +175,7 @@ def _banner(url: str, key: str, trace_id: str) -> str:
         "",
         f"Haki local API: {url}",
         f"API key ({DEMO_PROJECT}): {key}",
+        f"workers: {workers} (requests served in parallel)",
         "",
         "# assemble a context packet",
         f"curl -s {url}/v1/context -H {auth} -H 'Content-Type: application/json' -d {body}",
