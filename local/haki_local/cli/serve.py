@@ -184,5 +184,8 @@ def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
         "# usage overview",
         f"curl -s '{url}/v1/stats/overview?project_id={DEMO_PROJECT}' -H {auth}",
         "",
+        "# the trace console (read-only; the key stays in the URL fragment, never sent)",
+        f"Trace console: {url}/console/#key={key}",
+        "",
         "Ctrl-C stops the server.",
     ])
