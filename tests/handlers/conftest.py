@@ -92,7 +92,8 @@ def owner_db(db_urls: dict[Role, str], open_database: Callable[[str], Database])
 
 @pytest.fixture
 def api_key(owner_db: Database, project_id: str) -> str:
-    return create_key(owner_db, org_id="org-test", project_id=project_id, label="tests").key
+    return create_key(owner_db, org_id="org-test", project_id=project_id, label="tests",
+                      create_project=True).key
 
 
 @pytest.fixture

@@ -56,7 +56,8 @@ def test_context_call_leaves_no_query_packet_or_subject_in_logs_or_traces(
     subject = f"jane.doe.{uuid.uuid4().hex[:6]}@example.com"
     MemoryWriter(owner_db, embedder).write(MemoryDocument(facts=[FactRecord(  # type: ignore[arg-type]
         project_id=project_id, subject_id=subject, predicate="address", value=secret_fact)]))
-    key = create_key(owner_db, org_id="org", project_id=project_id, label="t").key
+    key = create_key(owner_db, org_id="org", project_id=project_id, label="t",
+                     create_project=True).key
     body = {"project_id": project_id, "subject_id": subject, "query": secret_query,
             "purpose": "test"}
     env = {"LAMBDA_TASK_ROOT": str(tmp_path), "AWS_LAMBDA_FUNCTION_NAME": "haki-test",

@@ -22,7 +22,9 @@ from haki.assembler import (
     embed_query,
 )
 from haki.db import Database
+from haki.db.connection import acting_for
 from haki.embedding import Embedder
+from haki.keys import tenant_keys
 from haki.memory.api import (
     ConflictListRequest,
     ConflictPage,
@@ -140,50 +142,69 @@ class Writes:
     embedder: Embedder
     project_id: str
     owner: psycopg.Connection
+    #: The hash of a key of ``project_id`` the calls act for (made when not given).
+    key_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key_hash:
+            owner = Database(self.owner.info.dsn)
+            try:
+                self.key_hash = tenant_keys(owner, [self.project_id], org_id="org-test",
+                                            label="tests")[self.project_id]
+            finally:
+                owner.close()
 
     def events(self, *events: dict[str, Any], project_id: str | None = None) -> EventsResponse:
         body = {"project_id": project_id or self.project_id,
                 "events": [{"subject_id": "alice", "kind": "conversation.message", **e}
                            for e in events]}
-        return ingest_events(self.db, self.embedder, self.project_id,
-                             parse(EventsRequest, body))
+        with acting_for(self.key_hash):
+            return ingest_events(self.db, self.embedder, self.project_id,
+                                 parse(EventsRequest, body))
 
     def facts(self, *facts: dict[str, Any]) -> FactsResponse:
         body = {"project_id": self.project_id,
                 "facts": [{"subject_id": "alice", **f} for f in facts]}
-        return write_facts(self.db, self.embedder, self.project_id,
-                           parse(FactsRequest, body))
+        with acting_for(self.key_hash):
+            return write_facts(self.db, self.embedder, self.project_id,
+                               parse(FactsRequest, body))
 
     def fact(self, predicate: str, value: Any, **fields: Any) -> FactWritten:
         return self.facts({"predicate": predicate, "value": value, **fields}).facts[0]
 
     def status(self, fact_id: uuid.UUID, status: str) -> FactStatusResponse:
         body = {"project_id": self.project_id, "status": status}
-        return set_fact_status(self.db, self.project_id, fact_id,
-                               parse(FactStatusRequest, body))
+        with acting_for(self.key_hash):
+            return set_fact_status(self.db, self.project_id, fact_id,
+                                   parse(FactStatusRequest, body))
 
     def list_facts(self, **query: Any) -> FactPage:
         body = {"project_id": self.project_id, "subject_id": "alice", **query}
-        return list_facts(self.db, self.project_id, parse(FactListRequest, body))
+        with acting_for(self.key_hash):
+            return list_facts(self.db, self.project_id, parse(FactListRequest, body))
 
     def conflicts(self, **query: Any) -> ConflictPage:
         body = {"project_id": self.project_id, "subject_id": "alice", **query}
-        return list_conflicts(self.db, self.project_id, parse(ConflictListRequest, body))
+        with acting_for(self.key_hash):
+            return list_conflicts(self.db, self.project_id, parse(ConflictListRequest, body))
 
     def resolve(self, conflict_id: uuid.UUID, keep: uuid.UUID) -> ResolveResponse:
         body = {"project_id": self.project_id, "keep_fact_id": str(keep)}
-        return resolve(self.db, self.project_id, conflict_id, parse(ResolveRequest, body))
+        with acting_for(self.key_hash):
+            return resolve(self.db, self.project_id, conflict_id, parse(ResolveRequest, body))
 
     def forget(self, **body: Any) -> ForgetResponse:
-        return forget(self.db, self.project_id,
-                      parse(ForgetRequest, {"project_id": self.project_id, **body}))
+        with acting_for(self.key_hash):
+            return forget(self.db, self.project_id,
+                          parse(ForgetRequest, {"project_id": self.project_id, **body}))
 
     def ask(self, query: str, subject_id: str = "alice") -> Assembly:
         """A context call right after the writes, with the real embedder."""
         request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
                                  query=query, purpose="test")
-        return assemble(request, embed_query(self.embedder, query), db=self.db,
-                        config=DEFAULT_CONFIG)
+        with acting_for(self.key_hash):
+            return assemble(request, embed_query(self.embedder, query), db=self.db,
+                            config=DEFAULT_CONFIG)
 
     def count(self, table: str, **where: Any) -> int:
         """Rows of ``table`` in this project matching ``where`` (as the owner: all of them)."""
@@ -201,5 +222,5 @@ class Writes:
 
 @pytest.fixture
 def writes(app_db: Database, embedder: Embedder, project_id: str,
-           owner_conn: psycopg.Connection) -> Writes:
-    return Writes(app_db, embedder, project_id, owner_conn)
+           owner_conn: psycopg.Connection, tenant_key: str) -> Writes:
+    return Writes(app_db, embedder, project_id, owner_conn, tenant_key)

@@ -21,6 +21,7 @@ from haki.embedding import get_embedder
 from haki.errors import ConfigurationError, ServiceUnavailable
 from haki.models import ContextRequest
 from haki.settings import Settings
+from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Seeder, unit_vector
 
 Q = unit_vector(1)
@@ -58,7 +59,7 @@ def test_connection_killed_before_the_trace_write_serves_nothing_and_writes_noth
 
 
 def test_a_statement_past_the_timeout_fails_fast_and_the_handle_stays_usable(
-    db_urls: dict[Role, str], project_id: str
+    db_urls: dict[Role, str], project_id: str, tenant_key: str
 ) -> None:
     db = Database(db_urls[Role.APP], statement_timeout_ms=200)
     try:
@@ -88,12 +89,13 @@ def test_database_stopped_mid_run_is_503_then_the_next_call_after_restart_succee
     db = Database(urls[Role.APP])
     request = _request("p-fault")
     try:
-        assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
-        stop_embedded(data_dir)
-        with pytest.raises(ServiceUnavailable):
+        with acting_as_tenant(urls[Role.OWNER], "p-fault"):
             assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
-        start_embedded(data_dir)
-        served = assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
+            stop_embedded(data_dir)
+            with pytest.raises(ServiceUnavailable):
+                assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
+            start_embedded(data_dir)
+            served = assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
         assert served.response.packet.empty_reason == "no_memory"
     finally:
         db.close()

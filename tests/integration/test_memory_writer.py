@@ -112,24 +112,28 @@ def test_cli_load_then_context(db_urls: dict[Role, str], project_id: str,
     ]
     path = tmp_path / "memory.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
-    loaded = _cli(["load", str(path)], db_urls[Role.APP])
+    # The runtime role cannot load: its security follows an API key, and `haki load` has none.
+    refused = _cli(["load", str(path)], db_urls[Role.APP])
+    assert refused.returncode == 2 and "forbidden_scope" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    loaded = _cli(["load", str(path)], db_urls[Role.OWNER])  # an admin tool: the owner's URL
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout) == {"facts": 1, "events": 1, "conflicts_opened": 0,
                                          "conflicts_resolved": 0}
     assert "loading memory.jsonl" in loaded.stderr  # the progress bar
 
     asked = _cli(["context", "--project", project_id, "--subject", "bob", "--purpose", "t",
-                  "which language for invoices?"], db_urls[Role.APP])
+                  "which language for invoices?"], db_urls[Role.OWNER])
     assert asked.returncode == 0, asked.stderr
     body = json.loads(asked.stdout)
     assert set(body) == {"packet", "token_count", "trace_id"}
     assert body["packet"]["facts"][0]["predicate"] == "invoice_language"
 
     rendered = _cli(["context", "--project", project_id, "--subject", "bob", "--render",
-                     "which language for invoices?"], db_urls[Role.APP])
+                     "which language for invoices?"], db_urls[Role.OWNER])
     assert rendered.stdout.startswith("<haki_memory>")
     empty = _cli(["context", "--project", project_id, "--subject", "nobody", "--render",
-                  "anything"], db_urls[Role.APP])
+                  "anything"], db_urls[Role.OWNER])
     assert empty.returncode == 0 and empty.stdout == "\n"
 
 
@@ -158,10 +162,10 @@ def test_cli_resolve(db_urls: dict[Role, str], app_db: Database, embedder: Embed
                {"id": b, "predicate": "city", "value": "Nantes"}],
         conflicts=[{"id": conflict_id, "fact_ids": [a, b]}])))
     wrong = _cli(["resolve", conflict_id, "--project", project_id, "--keep",
-                  str(uuid.uuid4())], db_urls[Role.APP])
+                  str(uuid.uuid4())], db_urls[Role.OWNER])
     assert wrong.returncode == 2 and "validation_error" in wrong.stderr
     done = _cli(["resolve", conflict_id, "--project", project_id, "--keep", a],
-                db_urls[Role.APP])
+                db_urls[Role.OWNER])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"conflict_id": conflict_id, "kept": a, "superseded": [b]}
 

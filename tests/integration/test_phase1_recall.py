@@ -16,6 +16,7 @@ from haki.assembler import RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
+from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Asker
 
 pytestmark = pytest.mark.slow
@@ -98,7 +99,7 @@ def test_vector_arm_recall_against_exact_top_64(
     rng = np.random.default_rng(hash(subject) % 2**32)
     db = Database(urls[Role.APP])
     recalls = []
-    with connect(urls[Role.OWNER]) as owner:
+    with connect(urls[Role.OWNER]) as owner, acting_as_tenant(urls[Role.OWNER], PROJECT):
         ask = Asker(db, PROJECT)
         for query in _clustered(rng, centroids, queries):
             exact = _exact_top(owner, subject, query)

@@ -9,6 +9,7 @@ import pytest
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
+from tests.conftest import acting_as_tenant
 from tests.integration.conftest import NOW, Asker, Seeder, blend, unit_vector
 
 STATEMENT_LOG = """
@@ -47,7 +48,8 @@ def test_call_and_trace_are_one_statement(logged_db: dict[Role, str]) -> None:
         for i in range(3):
             seeder.event("conversation.message", {"text": f"event {i}"}, unit_vector(200 + i))
         db = Database(logged_db[Role.APP])
-        result = Asker(db, "p1")("fact", q, budget=40)
+        with acting_as_tenant(logged_db[Role.OWNER], "p1"):
+            result = Asker(db, "p1")("fact", q, budget=40)
         db.close()
         log = owner.execute(
             "SELECT table_name, rows_written, txid, started FROM statement_log").fetchall()

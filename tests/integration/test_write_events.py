@@ -32,6 +32,7 @@ from haki.memory.api import (
 from haki.memory.events import ingest_events
 from haki.memory.store import lock_subject_exclusive
 from haki.validation import parse
+from tests.conftest import tenant_thread
 from tests.integration.conftest import Writes
 
 
@@ -155,7 +156,7 @@ def test_concurrent_replays_store_one_row(
         finally:
             db.close()
 
-    threads = [threading.Thread(target=deliver) for _ in range(2)]
+    threads = [tenant_thread(deliver) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -180,7 +181,7 @@ def test_a_replay_racing_an_uncommitted_original_waits_for_it(
     first_id = uuid.uuid4()
     replayer = Database(db_urls[Role.APP])
     answers: list[EventsResponse] = []
-    thread = threading.Thread(target=lambda: answers.append(
+    thread = tenant_thread(lambda: answers.append(
         ingest_events(replayer, embedder, writes.project_id, request)))
     try:
         with connect(db_urls[Role.APP]) as holder:
@@ -283,7 +284,7 @@ def test_ingestion_waits_for_an_erasure_of_its_subject(
     """An erasure in flight holds the subject's lock: the ingestion waits for it to finish
     rather than write beside it."""
     done = threading.Event()
-    thread = threading.Thread(target=lambda: (writes.events({}), done.set()))
+    thread = tenant_thread(lambda: (writes.events({}), done.set()))
     with connect(db_urls[Role.APP]) as holder:
         holder.execute("BEGIN")
         lock_subject_exclusive(holder, writes.project_id, "alice")

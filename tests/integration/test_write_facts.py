@@ -21,6 +21,7 @@ from haki.memory.api import MAX_BATCH, MAX_FACT_VALUE_CHARS, MAX_PAGE, FactsRequ
 from haki.memory.facts import write_facts
 from haki.memory.store import lock_scopes
 from haki.validation import parse
+from tests.conftest import tenant_thread
 from tests.integration.conftest import Writes, unit_vector
 
 
@@ -207,7 +208,7 @@ def test_concurrent_writers_of_one_key_create_one_active_fact(
         finally:
             db.close()
 
-    threads = [threading.Thread(target=write) for _ in range(2)]
+    threads = [tenant_thread(write) for _ in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -222,7 +223,7 @@ def test_a_writer_waits_for_the_key_and_sees_the_fact_written_meanwhile(
     """Another transaction holds the key and has stored, not yet committed, the active fact:
     the writer waits for it, then finds it and reinforces it instead of creating a second."""
     answers: list[str] = []
-    thread = threading.Thread(target=lambda: answers.append(writes.fact("city", "Lyon").outcome))
+    thread = tenant_thread(lambda: answers.append(writes.fact("city", "Lyon").outcome))
     with connect(db_urls[Role.APP]) as holder:
         holder.execute("BEGIN")
         set_scope(holder, writes.project_id)

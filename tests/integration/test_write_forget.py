@@ -2,7 +2,6 @@
 no row in any table, an erased fact's id is found nowhere in the project afterwards (packets
 and traces included), and the receipt holds no content."""
 
-import threading
 import uuid
 from typing import Any
 
@@ -24,6 +23,7 @@ from haki.memory.api import ForgetRequest
 from haki.memory.forget import RECEIPT_COUNTS, forget
 from haki.memory.store import lock_scopes
 from haki.validation import parse
+from tests.conftest import tenant_thread
 from tests.integration.conftest import Writes, unit_vector
 
 
@@ -232,7 +232,7 @@ def test_an_erasure_waits_for_a_write_in_flight_and_erases_it_too(
     db_urls: dict[Role, str], writes: Writes
 ) -> None:
     answers: list[dict[str, int]] = []
-    thread = threading.Thread(target=lambda: answers.append(
+    thread = tenant_thread(lambda: answers.append(
         writes.forget(subject_id="alice", mode="delete").counts))
     with connect(db_urls[Role.APP]) as writer:
         writer.execute("BEGIN")

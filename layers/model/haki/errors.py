@@ -80,6 +80,13 @@ class ForbiddenScope(HakiError):
     status = 403
 
 
+class ProjectOfAnotherOrg(HakiError):
+    """A key was asked for a project that another org owns."""
+
+    code = "project_of_another_org"
+    status = 409
+
+
 class TraceNotFound(HakiError):
     """Unknown trace id, or one of another scope (the same answer: no existence leak)."""
 

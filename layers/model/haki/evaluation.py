@@ -19,7 +19,7 @@ plus the assembler's own time.
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,10 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from haki.assembler import DEFAULT_CONFIG, QueryVector, RetrievalConfig, assemble, embed_query
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
-from haki.db.connection import embedded_role_url
+from haki.db.connection import acting_for, embedded_role_url
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
+from haki.keys import tenant_keys
 from haki.memory import MemoryWriter, parse_document_text
 from haki.models import (
     DEFAULT_BUDGET_TOKENS,
@@ -144,10 +145,13 @@ def scratch_database(superuser_url: str) -> Iterator[dict[Role, str]]:
 class Evaluator:
     """Runs a labelled set's questions against a database that holds its memory."""
 
-    def __init__(self, labelled: LabelledSet, *, db: Database, embedder: Embedder,
-                 settings: Settings, budget: int = DEFAULT_BUDGET_TOKENS) -> None:
+    def __init__(self, labelled: LabelledSet, *, db: Database, keys: Mapping[str, str],
+                 embedder: Embedder, settings: Settings,
+                 budget: int = DEFAULT_BUDGET_TOKENS) -> None:
         self.labelled = labelled
         self.db = db
+        #: project → the hash of a key of that project, which each question acts for.
+        self.keys = keys
         self.budget = budget
         self.config = RetrievalConfig.from_settings(settings)
         self.vectors: list[QueryVector] = [embed_query(embedder, q.query)
@@ -160,7 +164,8 @@ class Evaluator:
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or self.budget)
-            result = assemble(request, vector, db=self.db, config=config or self.config)
+            with acting_for(self.keys[q.project_id]):
+                result = assemble(request, vector, db=self.db, config=config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
                 q, coverage(q, packet), result.response.token_count,
@@ -178,8 +183,9 @@ class Evaluator:
             if not o.query.expected:
                 continue
             expected = {*o.query.expected_fact_ids, *o.query.expected_event_ids}
-            inspected = load_trace(self.db, project_id=o.query.project_id,
-                                   subject_id=o.query.subject_id, trace_id=o.trace_id)
+            with acting_for(self.keys[o.query.project_id]):
+                inspected = load_trace(self.db, project_id=o.query.project_id,
+                                       subject_id=o.query.subject_id, trace_id=o.trace_id)
             for d in inspected.decisions:
                 if d.similarity is None or d.reason_code == "multi_hop_expansion":
                     continue
@@ -188,6 +194,12 @@ class Evaluator:
                 relevant = item in expected or any(e in expected for e in cited)
                 pairs.append((1.0 - d.similarity, relevant))
         return pairs
+
+
+def evaluation_keys(owner: Database, labelled: LabelledSet) -> dict[str, str]:
+    """A key for every project the questions ask about (the runtime role acts for a key)."""
+    return tenant_keys(owner, (q.project_id for q in labelled.queries), org_id="haki-eval",
+                       label="haki eval")
 
 
 def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
@@ -229,8 +241,8 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
             MemoryWriter(owner, embedder).write(labelled.document)
-            evaluator = Evaluator(labelled, db=app, embedder=embedder, settings=settings,
-                                  budget=budget)
+            evaluator = Evaluator(labelled, db=app, keys=evaluation_keys(owner, labelled),
+                                  embedder=embedder, settings=settings, budget=budget)
             outcomes = evaluator.run()
             report: dict[str, object] = {
                 "embedder": embedder.provider,

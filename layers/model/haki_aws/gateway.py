@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.db import Database
+from haki.db.connection import acting_for
 from haki.errors import HakiError
 from haki.validation import loads_json
 from haki_aws.auth import IDENTITY, authenticate_event
@@ -98,4 +99,7 @@ def _resolve(
     if refusal is not None:
         return refusal
     app.append_context(**{IDENTITY: identity})
-    return app.resolve(event, context)
+    # Every tenant transaction of the request is bound to this key (row-level security follows
+    # the key, migration 0013): a route that named another project would see nothing.
+    with acting_for(identity.key_hash):
+        return app.resolve(event, context)

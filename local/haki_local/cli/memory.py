@@ -1,8 +1,9 @@
 """``haki load``, ``haki resolve`` and ``haki context``: write memory, settle conflicts, ask
 for context, from the shell.
 
-Both act as the runtime role (row-level security applies); ``context`` prints exactly the body
-``POST /v1/context`` returns.
+They are admin tools and act as the owner (no API key: the runtime role's row-level security
+follows a key, migration 0013); every statement still names its exact scope. ``context``
+prints exactly the body ``POST /v1/context`` returns.
 """
 
 import argparse
@@ -53,7 +54,7 @@ def _load(args: argparse.Namespace) -> int:
     settings = get_settings()
     document = parse_document(args.file)
     total = 2 * (len(document.facts) + len(document.events)) + len(document.conflicts)
-    db = Database(database_url(settings, Role.APP))
+    db = Database(database_url(settings, Role.OWNER))
     with tqdm(total=total, unit="rec", desc=f"loading {args.file.name}", file=sys.stderr) as bar:
         summary = MemoryWriter(db, get_embedder(settings)).write(document, progress=bar.update)
     print(json.dumps({
@@ -65,7 +66,7 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    db = Database(database_url(get_settings(), Role.APP))
+    db = Database(database_url(get_settings(), Role.OWNER))
     with db.transaction(args.project) as conn:
         updated = resolve_conflict(conn, args.project, args.conflict_id, args.keep)
     print(json.dumps({"conflict_id": str(args.conflict_id), "kept": str(args.keep),
@@ -82,7 +83,7 @@ def _context(args: argparse.Namespace) -> int:
     settings = get_settings()
     assembly = assemble(
         request, embed_query(get_embedder(settings), request.query),
-        db=Database(database_url(settings, Role.APP)),
+        db=Database(database_url(settings, Role.OWNER)),
         config=RetrievalConfig.from_settings(settings))
     if args.render:
         print(render_packet(assembly.response.packet))

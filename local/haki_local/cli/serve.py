@@ -58,7 +58,8 @@ def dev_key(settings: Settings, owner: Database, app: Database) -> str:
                 return key
         except Unauthorized:
             pass
-    new = create_key(owner, org_id=DEMO_ORG, project_id=DEMO_PROJECT, label="local dev key")
+    new = create_key(owner, org_id=DEMO_ORG, project_id=DEMO_PROJECT, label="local dev key",
+                     create_project=True)
     _write_private(path, new.key)
     return new.key
 

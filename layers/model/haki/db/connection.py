@@ -10,6 +10,7 @@ idle timeout, failover) is replaced on the next transaction.
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from urllib.parse import quote
@@ -20,7 +21,7 @@ from pgvector.psycopg import register_vector
 from haki.db.embedded import ensure_database, start_embedded
 from haki.db.migrate import apply_migrations
 from haki.db.protocol import ProtocolCounts, count_protocol
-from haki.errors import ServiceUnavailable
+from haki.errors import ForbiddenScope, HakiError, ServiceUnavailable, Unauthorized
 from haki.roles import DATABASE_NAME, Role
 from haki.settings import Settings
 
@@ -77,19 +78,59 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
     return conn
 
 
+#: The sha256 of the API key the current request (or task) acts for; see :func:`acting_for`.
+_ACTING_FOR: ContextVar[str | None] = ContextVar("haki_acting_for", default=None)
+
+
+@contextmanager
+def acting_for(key_hash: str) -> Iterator[None]:
+    """Bind every tenant transaction opened in this context to the key whose sha256 is
+    ``key_hash``: row-level security then shows the key's project and nothing else (migration
+    0013). The API edge binds the authenticated key around each request; tools and tests bind
+    a key they made."""
+    token = _ACTING_FOR.set(key_hash)
+    try:
+        yield
+    finally:
+        _ACTING_FOR.reset(token)
+
+
+#: Transaction-local settings of a tenant transaction, and the key's project to check against.
+_SCOPE = """
+SELECT set_config('haki.key_hash', %(key_hash)s, true),
+       CASE WHEN %(timeout)s > 0 THEN set_config('statement_timeout', %(timeout)s::text, true)
+       END,
+       CASE WHEN %(key_hash)s <> '' THEN haki_tenant() END
+"""
+
+
 def set_scope(
     conn: psycopg.Connection, project_id: str | None, *, statement_timeout_ms: int = 0
-) -> None:
-    """Confine the current transaction to ``project_id`` for row-level security, and bound
-    each of its statements to ``statement_timeout_ms`` (0: the server's setting).
+) -> psycopg.Cursor:
+    """Bind the current transaction to the key this context acts for (:func:`acting_for`) when
+    it works in ``project_id``, and bound each of its statements to ``statement_timeout_ms``
+    (0: the server's setting).
 
     Transaction-local (``is_local = true``): both end with the transaction, so a pooled or
-    proxied connection never carries one tenant's scope into another's request.
+    proxied connection never carries one tenant's key into another's request. The cursor's row
+    holds the key's project (read it with :func:`check_scope` once the statement has run).
+    Without a bound key the runtime role sees nothing; the owner passes its own policy.
     """
-    conn.execute(
-        "SELECT set_config('haki.project_id', %s, true), "
-        "CASE WHEN %s > 0 THEN set_config('statement_timeout', %s::text, true) END",
-        (project_id or "", statement_timeout_ms, statement_timeout_ms))
+    key_hash = (_ACTING_FOR.get() or "") if project_id is not None else ""
+    return conn.execute(_SCOPE, {"key_hash": key_hash, "timeout": statement_timeout_ms})
+
+
+def check_scope(cursor: psycopg.Cursor, project_id: str) -> None:
+    """The bound key's project must be ``project_id``: a revoked key is :class:`Unauthorized`,
+    another project's :class:`ForbiddenScope` (defence in depth: the edge checked both)."""
+    if _ACTING_FOR.get() is None:
+        return
+    row = cursor.fetchone()
+    tenant = row[2] if row else None
+    if tenant is None:
+        raise Unauthorized("a valid API key is required: Authorization: Bearer hk_...")
+    if tenant != project_id:
+        raise ForbiddenScope("this API key is not valid for the requested project")
 
 
 class Database:
@@ -149,15 +190,23 @@ class Database:
             try:
                 batch = stack.enter_context(conn.pipeline()) if pipeline else None
                 stack.enter_context(conn.transaction())
-                set_scope(conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
+                scope = set_scope(
+                    conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
                 if batch is not None:
                     batch.sync()
-                return conn, stack
             except psycopg.OperationalError:
                 self.close()
                 if attempt == 2:
                     raise
                 log.info("replacing a dropped database connection")
+                continue
+            if project_id is not None:
+                try:
+                    check_scope(scope, project_id)
+                except HakiError as exc:
+                    stack.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
+                    raise
+            return conn, stack
         raise AssertionError("unreachable")
 
     @contextmanager

@@ -23,7 +23,7 @@ import psycopg
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.errors import ValidationFailed
+from haki.errors import ForbiddenScope, ValidationFailed
 
 #: Passages embedded per batch (the embedder pads a batch to its longest text).
 EMBED_BATCH = 32
@@ -61,6 +61,9 @@ def write_transaction(db: Database, project_id: str | None) -> Iterator[psycopg.
     try:
         with db.transaction(project_id) as conn:
             yield conn
+    except psycopg.errors.InsufficientPrivilege as exc:
+        # Row-level security refused a row: it belongs to a project the key is not for.
+        raise ForbiddenScope("these records belong to a project this key cannot write") from exc
     except (psycopg.IntegrityError, psycopg.DataError) as exc:
         diag = exc.diag
         what = diag.constraint_name or diag.message_primary or type(exc).__name__

@@ -6,8 +6,9 @@ the write API's own statements and embedding batches (``haki.memory.events``, ``
 ``.conflicts``, ``.store``) but not through its rules: ids, statuses, versions and conflict
 sets are stored as the document gives them (an id already stored is updated), and a resolved
 set is resolved by the same :func:`resolve_conflict` as ``POST /v1/conflicts/{id}/resolve``.
-Row-level security holds throughout: the transaction's scope is switched to each project before
-its rows are written, so the writer works under the runtime role as well as the owner's.
+Row-level security holds throughout: the transaction's scope is set for each project before its
+rows are written. The admin tools write as the owner (any project); under the runtime role the
+writer can write only the project of the key the context acts for (``acting_for``).
 """
 
 import logging
