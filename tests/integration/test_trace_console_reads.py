@@ -2,9 +2,11 @@
 calls and the current text of the candidates a trace names, on the runtime role."""
 
 import psycopg
+import pytest
 
 from haki.assembler.trace import candidate_texts, recent_calls
 from haki.db import Database
+from haki.errors import ForbiddenScope
 from haki.text import event_text, fact_text
 from tests.integration.conftest import Asker, Seeder, blend, unit_vector
 
@@ -26,8 +28,9 @@ def test_recent_calls_are_the_projects_newest_first(seed: Seeder, ask: Asker, ap
     assert calls[1].latency_ms is not None and calls[0].created_at >= calls[1].created_at
     assert [c.trace_id for c in recent_calls(app_db, project_id, limit=1)] == [
         second.response.trace_id]
-    # Row-level security and the filter: another project sees none of them.
-    assert recent_calls(app_db, project_id + "-other") == []
+    # The key acts for its own project only.
+    with pytest.raises(ForbiddenScope):
+        recent_calls(app_db, project_id + "-other")
 
 
 def test_candidate_texts_are_the_current_texts_in_scope(seed: Seeder, app_db: Database,

@@ -32,8 +32,9 @@ from haki.assembler.config import RetrievalConfig
 from haki.assembler.render import render_packet
 from haki.assembler.trace import candidate_texts, load_trace, recent_calls
 from haki.db import Database, Role, database_url
+from haki.db.connection import acting_for
 from haki.errors import HakiError, TraceNotFound, Unauthorized, ValidationFailed
-from haki.keys import authenticate
+from haki.keys import KeyIdentity, authenticate
 from haki.settings import Settings
 from haki_aws.errors import error_body
 from haki_local.server import Reply
@@ -110,8 +111,8 @@ class Console:
             self._db = Database(database_url(self._settings, Role.APP))
         return self._db
 
-    def _project(self, headers: Mapping[str, str]) -> str:
-        """The dev key's project; any other key is refused."""
+    def _identity(self, headers: Mapping[str, str]) -> KeyIdentity:
+        """The dev key's identity; any other key is refused."""
         auth = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
         key = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
         path = self._settings.data_dir / DEV_KEY_FILE
@@ -121,11 +122,16 @@ class Console:
         if not dev or not hmac.compare_digest(key.encode(), dev.encode()):
             raise ConsoleError("forbidden", 403,
                                "the console serves the dev key only (.haki/dev-key)")
-        return authenticate(self._database(), key).project_id
+        return authenticate(self._database(), key)
 
     def _api(self, path: str, query: dict[str, list[str]],
              headers: Mapping[str, str]) -> dict[str, Any]:
-        project_id = self._project(headers)
+        identity = self._identity(headers)
+        # Row-level security shows the key's project only to a transaction acting for it.
+        with acting_for(identity.key_hash):
+            return self._read(identity.project_id, path, query)
+
+    def _read(self, project_id: str, path: str, query: dict[str, list[str]]) -> dict[str, Any]:
         db = self._database()
         if path == "/api/calls":
             limit = _integer(query.get("limit", ["50"])[-1], "limit")
