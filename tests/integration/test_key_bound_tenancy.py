@@ -135,3 +135,16 @@ def test_every_security_definer_function_pins_its_search_path(
     assert {"haki_tenant()", "haki_authenticate(text)"} <= {name for name, _ in rows}
     for name, config in rows:
         assert config and "search_path=pg_catalog, public, pg_temp" in config, name
+
+
+def test_no_function_reads_a_project_the_runtime_role_could_set(
+    owner_conn: psycopg.Connection,
+) -> None:
+    sources = owner_conn.execute(
+        "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace "
+        "AND prosrc LIKE '%haki.project_id%'").fetchall()
+    assert sources == []
+    uses = owner_conn.execute(
+        "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace "
+        "AND prosecdef AND prosrc LIKE '%haki_tenant()%'").fetchone()
+    assert uses is not None and uses[0] >= 1  # haki_text_search, at least
