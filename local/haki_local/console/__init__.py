@@ -70,6 +70,8 @@ class Console:
         self._db = db
         self._lock = threading.Lock()
         config = RetrievalConfig.from_settings(settings)
+        # The hybrid formula's weights: the page draws a score as their stacked components
+        # when they add up to it, else each component on its own bar.
         self._weights = {"similarity": config.weight_similarity, "text_rank": config.weight_text,
                          "recency": config.weight_recency}
 

@@ -97,21 +97,37 @@ function showCalls(calls, selected) {
 
 // ------------------------------------------------------------------ one call
 
+function segment(kind, value, label) {
+  return el("span", {
+    class: `seg ${kind}`, style: { width: `${Math.max(0, Math.min(1, value)) * 100}%` },
+    title: `${label}: ${value.toFixed(3)}`,
+  });
+}
+
+/** The score as a stacked bar of its weighted components when they add up to it (the
+ * hybrid formula); otherwise (another ranking) one thin bar per raw component. */
 function scoreBar(decision, weights) {
-  const bar = el("div", { class: "bar" });
   if (decision.score === null) return el("span", { class: "score-value", text: "not scored" });
-  const parts = decision.fact_id !== null
-    ? [["sim", weights.similarity * (decision.similarity ?? 0), "similarity"],
-       ["text", weights.text_rank * (decision.text_rank ?? 0), "text rank"],
-       ["rec", weights.recency * (decision.recency ?? 0), "recency"]]
-    : [["sim", decision.similarity ?? decision.score, "similarity (episodes are ranked by it alone)"]];
-  for (const [kind, value, label] of parts) {
-    bar.append(el("span", {
-      class: `seg ${kind}`, style: { width: `${Math.max(0, Math.min(1, value)) * 100}%` },
-      title: `${label}: ${value.toFixed(3)}`,
-    }));
+  const label = el("span", { class: "score-value", text: `score ${number(decision.score)}` });
+  if (decision.fact_id === null) {
+    const value = decision.similarity ?? decision.score;
+    return el("div", {}, el("div", { class: "bar" },
+      segment("sim", value, "similarity (episodes are ranked by it alone)")), label);
   }
-  return el("div", {}, bar, el("span", { class: "score-value", text: `score ${number(decision.score)}` }));
+  const parts = [["sim", weights.similarity, decision.similarity ?? 0, "similarity"],
+    ["text", weights.text_rank, decision.text_rank ?? 0, "text rank"],
+    ["rec", weights.recency, decision.recency ?? 0, "recency"]];
+  const sum = parts.reduce((total, [, weight, value]) => total + weight * value, 0);
+  if (Math.abs(sum - decision.score) <= 0.005) {
+    const bar = el("div", { class: "bar" });
+    for (const [kind, weight, value, name] of parts) bar.append(segment(kind, weight * value, `${weight} × ${name}`));
+    return el("div", {}, bar, label);
+  }
+  const bars = el("div", { class: "bars" });
+  for (const [kind, , value, name] of parts) {
+    bars.append(el("div", { class: "bar thin" }, segment(kind, value, name)));
+  }
+  return el("div", {}, bars, label);
 }
 
 /** Phases of the packer: ranked facts, multi-hop facts, episodes (each ranked from 1). */
