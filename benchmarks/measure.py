@@ -55,8 +55,9 @@ class Context:
 
     @property
     def naive_config(self) -> RetrievalConfig:
-        """The design page's baseline: every in-scope fact scored (``exhaustive``)."""
-        return replace(self.config, fact_candidates="exhaustive")
+        """The design page's baseline: every in-scope fact scored with the seed formula
+        (``exhaustive``), whichever ranking is measured."""
+        return replace(self.config, ranking="seed", fact_candidates="exhaustive")
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
@@ -133,10 +134,15 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
 
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
-    """Milliseconds of the facts retrieval statement alone (with its planner settings, one
-    pipelined round trip), inside the scoped transaction, rows fetched."""
+    """Milliseconds of the candidates statement alone (with its planner settings, one
+    pipelined round trip), inside the scoped transaction, rows fetched: the seed's facts
+    statement, or the fused ranking's both-arms statement (its neighbours statement aside)."""
     config = ctx.naive_config if naive else ctx.config
-    statement = assembler_sql.FACT_CANDIDATES[config.fact_candidates]
+    if config.ranking == "fused":
+        planner, statement = assembler_sql.FUSED_PLANNER_SETTINGS, assembler_sql.FUSED_CANDIDATES
+    else:
+        planner = assembler_sql.PLANNER_SETTINGS
+        statement = assembler_sql.FACT_CANDIDATES[config.fact_candidates]
     db = Database(ctx.app_url)
     samples: list[float] = []
     try:
@@ -145,7 +151,7 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
             with ctx.tenant(q), db.transaction(q.project_id) as conn:
                 started = time.perf_counter()
                 with conn.pipeline():
-                    conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+                    conn.execute(planner, params)
                     cursor = conn.execute(statement, params)
                 cursor.fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0
@@ -167,9 +173,10 @@ class Recall:
 
 
 def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
-    """Phase-1 vector arm (the assembler's own statement, full-text arm off) against the exact
-    in-scope top-k (the same statement with index scans disabled: the scope is then read
-    through its btree or sequentially and sorted exactly)."""
+    """Phase-1 vector arm over facts (the seed's statement, full-text arm off; the fused
+    ranking's arm uses the same index settings) against the exact in-scope top-k (the same
+    statement with index scans disabled: the scope is then read through its btree or
+    sequentially and sorted exactly)."""
     arm_only = replace(ctx.config, use_text_arm=False, candidate_limit=ctx.config.top_k)
     db = Database(ctx.app_url)
     tuned: list[float] = []

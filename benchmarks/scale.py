@@ -27,7 +27,7 @@ from benchmarks.plans import FULL, QUICK, Plan, Scenario
 from benchmarks.report import summarize_run, write_results
 from benchmarks.server import start_bench_server
 from benchmarks.synthetic import Generator
-from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
+from haki.assembler import DEFAULT_CONFIG, PRESETS, RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import embedded_role_url
 from haki.embedding import Embedder, get_embedder
@@ -178,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--provider", default=None,
                         help="embedder for the query-embedding cost (default: HAKI_EMBED_PROVIDER)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results folder")
+    parser.add_argument("--ranking", choices=sorted(PRESETS), default=None,
+                        help="ranking preset measured (default: HAKI_RANKING)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -187,9 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings.model_copy(update={"embed_provider": args.provider})
     embedder = get_embedder(settings)
     superuser_url = start_bench_server()
+    if args.ranking:
+        settings = settings.model_copy(update={"ranking": args.ranking})
     results = run_plan(QUICK if args.quick else FULL, superuser_url=superuser_url,
                        settings=settings, embedder=embedder, reuse=args.reuse,
-                       out_dir=args.out)
+                       out_dir=args.out, config=PRESETS[settings.ranking])
     for line in results["table"]:
         print(line)
     return 0

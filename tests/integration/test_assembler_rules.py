@@ -2,7 +2,10 @@
 
 Facts are seeded with chosen embeddings and the query vector is given directly, so each test
 controls which candidate wins and why. The real embedder is exercised in
-``test_assembler_language.py``.
+``test_assembler_language.py``. Rules that do not depend on the ranking (hard filters,
+budget, recall floor, volatility, trace, hostile input) run under both presets (``preset``);
+the seed's scoring, multi-hop and episode rules under ``seed``; the fused ranking's own rules
+(one list, idf text arm over facts and events, neighbours, trace ranks) under ``fused``.
 """
 
 from dataclasses import replace
@@ -13,7 +16,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, Assembly, RetrievalConfig, sql
+from haki.assembler import DEFAULT_CONFIG, PRESETS, SEED_CONFIG, Assembly, RetrievalConfig, sql
+from haki.assembler.fusion import rrf_score
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
@@ -23,6 +27,14 @@ from haki.validation import parse
 from tests.integration.conftest import NOW, Asker, Seeder, blend, trace_rows, unit_vector
 
 Q = unit_vector(1)
+SEED = SEED_CONFIG
+FUSED = DEFAULT_CONFIG
+
+
+@pytest.fixture(params=sorted(PRESETS))
+def preset(request: pytest.FixtureRequest) -> RetrievalConfig:
+    """Each ranking preset in turn, for the rules both must keep."""
+    return PRESETS[request.param]
 
 
 def close(seed: int, weight: float = 0.2) -> np.ndarray:
@@ -42,48 +54,53 @@ def decisions_by_fact(conn: psycopg.Connection, assembly: Assembly) -> dict[UUID
 # ----------------------------------------------------------------- hard filters
 
 
-def test_only_active_facts_are_candidates(seed: Seeder, ask: Asker,
-                                          owner_conn: psycopg.Connection) -> None:
+def test_only_active_facts_are_candidates(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
+    preset: RetrievalConfig,
+) -> None:
     active = seed.fact("note", "the active one", close(1))
     others = [seed.fact("note", f"a {status} one", close(2), status=status)
               for status in ("candidate", "superseded", "disputed", "disabled", "deleted")]
-    result = ask("note", Q)
+    result = ask("note", Q, config=preset)
     assert served(result) == [active]
     traced = decisions_by_fact(owner_conn, result)
     assert not set(others) & set(traced), "filtered before phase 1, so never traced"
 
 
-def test_exact_scope_only(seed: Seeder, ask: Asker, owner_conn: psycopg.Connection) -> None:
+def test_exact_scope_only(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig
+) -> None:
     mine = seed.fact("note", "alice's own", close(1))
     for subject in ("alice ", "Alice", "alice2", "alic"):
         seed.fact("note", f"belongs to {subject!r}", close(2), subject_id=subject)
     other_project = Seeder(owner_conn, seed.project_id + "-other")
     other_project.fact("note", "same subject, other project", close(3))
-    result = ask("note", Q)
+    result = ask("note", Q, config=preset)
     assert served(result) == [mine]
     assert len(decisions_by_fact(owner_conn, result)) == 1
 
 
-def test_valid_to_past_is_filtered_future_and_null_are_served(seed: Seeder, ask: Asker) -> None:
+def test_valid_to_past_is_filtered_future_and_null_are_served(
+    seed: Seeder, ask: Asker, preset: RetrievalConfig
+) -> None:
     past = seed.fact("note", "expired yesterday", close(1), valid_to=NOW - timedelta(days=1))
     future = seed.fact("note", "valid until next year", close(2),
                        valid_to=NOW + timedelta(days=365))
     open_ended = seed.fact("note", "no end", close(3))
-    result = ask("note", Q)
+    result = ask("note", Q, config=preset)
     assert set(served(result)) == {future, open_ended}
     assert past not in served(result)
 
 
 def test_open_conflict_is_blocked_resolved_is_served(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig) -> None:
     a = seed.fact("city", "lives in Lyon", close(1))
     b = seed.fact("city", "lives in Nantes", close(2))
     c = seed.fact("job", "works as a nurse", close(3))
     d = seed.fact("job", "works as a teacher", close(4))
     seed.conflict([a, b], status="open")
     seed.conflict([c, d], status="resolved")
-    result = ask("where", Q)
+    result = ask("where", Q, config=preset)
     assert set(served(result)) == {c, d}
     traced = decisions_by_fact(owner_conn, result)
     for blocked in (a, b):
@@ -104,7 +121,7 @@ def test_full_text_alone_decides_between_equals(
     same = blend(Q, unit_vector(77), 0.5)
     loser = seed.fact("forecast", "sunny weather tomorrow", same)
     winner = seed.fact("invoice_language", "French", same)
-    result = ask("which language for the invoice?", Q)
+    result = ask("which language for the invoice?", Q, config=SEED)
     assert served(result)[:2] == [winner, loser]
     traced = decisions_by_fact(owner_conn, result)
     assert traced[winner]["text_rank"] > 0 and traced[loser]["text_rank"] == 0
@@ -117,7 +134,7 @@ def test_recency_alone_decides_between_equals(
     same = blend(Q, unit_vector(78), 0.5)
     old = seed.fact("note", "same words", same, recorded_from=NOW - timedelta(days=300))
     new = seed.fact("note", "same words", same, recorded_from=NOW - timedelta(days=2))
-    result = ask("unrelated", Q)
+    result = ask("unrelated", Q, config=SEED)
     assert served(result)[:2] == [new, old]
     traced = decisions_by_fact(owner_conn, result)
     assert traced[new]["recency"] == pytest.approx(2.718281828 ** (-2 / 30), rel=1e-3)
@@ -128,8 +145,8 @@ def test_score_is_the_documented_blend(seed: Seeder, ask: Asker,
                                        owner_conn: psycopg.Connection) -> None:
     seed.fact("invoice_language", "French", close(1))
     seed.fact("note", "nothing shared", close(2, 0.6), recorded_from=NOW - timedelta(days=40))
-    result = ask("invoice language", Q)
-    config = RetrievalConfig()
+    result = ask("invoice language", Q, config=SEED)
+    config = SEED
     for row in decisions_by_fact(owner_conn, result).values():
         expected = (config.weight_similarity * row["similarity"]
                     + config.weight_text * row["text_rank"]
@@ -145,7 +162,7 @@ def test_fact_in_neither_top_k_is_never_served(
         seed.fact("note", f"filler entry {i}", close(i, 0.3),
                   recorded_from=NOW - timedelta(days=400))
     fresh_but_far = seed.fact("note", "just recorded", unit_vector(999), recorded_from=NOW)
-    result = ask("zzz", Q, budget=5000)
+    result = ask("zzz", Q, budget=5000, config=SEED)
     traced = decisions_by_fact(owner_conn, result)
     assert len(traced) == 64
     assert fresh_but_far not in traced and fresh_but_far not in served(result)
@@ -157,7 +174,7 @@ def test_candidates_are_the_union_of_both_arms(
     for i in range(70):
         seed.fact("note", f"filler entry {i}", close(i, 0.3))
     by_text = seed.fact("invoice_language", "French", unit_vector(555))
-    result = ask("invoice language", Q, budget=5000)
+    result = ask("invoice language", Q, budget=5000, config=SEED)
     traced = decisions_by_fact(owner_conn, result)
     assert len(traced) == 65 and by_text in traced
 
@@ -165,25 +182,29 @@ def test_candidates_are_the_union_of_both_arms(
 # ----------------------------------------------------------------- budget
 
 
-def test_budget_exact_fit_and_one_short(seed: Seeder, ask: Asker,
-                                        owner_conn: psycopg.Connection) -> None:
+def test_budget_exact_fit_and_one_short(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
+    preset: RetrievalConfig,
+) -> None:
     value = "French, for every invoice and letter"
     fact = seed.fact("preferred_language", value, close(1))
     tokens = estimate_tokens(fact_text("preferred_language", value))
-    fits = ask("x", Q, budget=tokens)
+    fits = ask("x", Q, budget=tokens, config=preset)
     assert served(fits) == [fact] and fits.response.token_count == tokens
-    short = ask("x", Q, budget=tokens - 1)
+    short = ask("x", Q, budget=tokens - 1, config=preset)
     assert served(short) == []
     row = decisions_by_fact(owner_conn, short)[fact]
     assert (row["action"], row["reason_code"], row["tokens"]) == ("excluded", "over_budget", tokens)
     assert short.response.packet.empty_reason == "all_filtered"
 
 
-def test_budget_one_packs_nothing_bigger(seed: Seeder, ask: Asker,
-                                         owner_conn: psycopg.Connection) -> None:
+def test_budget_one_packs_nothing_bigger(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
+    preset: RetrievalConfig,
+) -> None:
     seed.fact("note", "a fact of several tokens", close(1))
     seed.event("conversation.message", {"text": "a long enough message"}, close(2))
-    result = ask("x", Q, budget=1)
+    result = ask("x", Q, budget=1, config=preset)
     packet = result.response.packet
     assert packet.facts == [] and packet.episodes == [] and result.response.token_count == 0
     rows = trace_rows(owner_conn, result.response.trace_id)
@@ -191,11 +212,10 @@ def test_budget_one_packs_nothing_bigger(seed: Seeder, ask: Asker,
 
 
 def test_a_fact_that_does_not_fit_does_not_stop_smaller_ones(
-    seed: Seeder, ask: Asker
-) -> None:
+    seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
     big = seed.fact("biography", "x" * 400, close(1, 0.1))
     small = seed.fact("age", "42", close(2, 0.3))
-    result = ask("x", Q, budget=20)
+    result = ask("x", Q, budget=20, config=preset)
     assert served(result) == [small] and big not in served(result)
 
 
@@ -223,18 +243,17 @@ def test_request_validation_codes() -> None:
 # ----------------------------------------------------------------- recall floor
 
 
-def test_floor_off_serves_far_facts(seed: Seeder, ask: Asker) -> None:
+def test_floor_off_serves_far_facts(seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
     far = seed.fact("note", "far away", unit_vector(500))
-    assert served(ask("x", Q)) == [far]
+    assert served(ask("x", Q, config=preset)) == [far]
 
 
 def test_floor_on_excludes_far_facts_and_episodes(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig) -> None:
     near = seed.fact("note", "near", close(1, 0.1))
     far = seed.fact("note", "far away", unit_vector(500))
     far_event = seed.event("conversation.message", {"text": "far"}, unit_vector(501))
-    result = ask("x", Q, config=replace(DEFAULT_CONFIG, recall_max_distance=0.3))
+    result = ask("x", Q, config=replace(preset, recall_max_distance=0.3))
     assert served(result) == [near]
     rows = trace_rows(owner_conn, result.response.trace_id)
     gated = {r["fact_id"] or r["event_id"] for r in rows
@@ -242,16 +261,18 @@ def test_floor_on_excludes_far_facts_and_episodes(
     assert gated == {far, far_event}
 
 
-def test_all_gated_gives_no_relevant_memory_with_status_ok(seed: Seeder, ask: Asker) -> None:
+def test_all_gated_gives_no_relevant_memory_with_status_ok(
+    seed: Seeder, ask: Asker, preset: RetrievalConfig
+) -> None:
     seed.fact("note", "far away", unit_vector(500))
     seed.fact("note", "also far", unit_vector(501))
-    packet = ask("x", Q, config=replace(DEFAULT_CONFIG, recall_max_distance=0.3)).response.packet
+    packet = ask("x", Q, config=replace(preset, recall_max_distance=0.3)).response.packet
     assert packet.facts == [] and packet.empty_reason == "no_relevant_memory"
     assert packet.status == "ok" and packet.warnings == []
 
 
-def test_empty_scope_is_no_memory(ask: Asker) -> None:
-    packet = ask("anything", Q).response.packet
+def test_empty_scope_is_no_memory(ask: Asker, preset: RetrievalConfig) -> None:
+    packet = ask("anything", Q, config=preset).response.packet
     assert packet.empty_reason == "no_memory" and packet.status == "ok"
 
 
@@ -271,7 +292,7 @@ def test_multi_hop_brings_a_fact_linked_by_an_entity(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:
     manager, linked = _multi_hop_scope(seed)
-    result = ask("who is the manager", Q, budget=5000)
+    result = ask("who is the manager", Q, budget=5000, config=SEED)
     assert manager in served(result) and linked in served(result)
     row = decisions_by_fact(owner_conn, result)[linked]
     assert (row["action"], row["reason_code"]) == ("included", "multi_hop_expansion")
@@ -280,7 +301,7 @@ def test_multi_hop_brings_a_fact_linked_by_an_entity(
 def test_multi_hop_is_not_gated_by_the_floor(seed: Seeder, ask: Asker) -> None:
     _, linked = _multi_hop_scope(seed)
     result = ask("who is the manager", Q, budget=5000,
-                 config=replace(DEFAULT_CONFIG, recall_max_distance=0.5))
+                 config=replace(SEED, recall_max_distance=0.5))
     assert linked in served(result)
 
 
@@ -288,7 +309,7 @@ def test_multi_hop_skips_entities_named_in_the_query(seed: Seeder, ask: Asker) -
     """With the full-text arm off (it would find Bernard by name), only multi-hop could bring
     the linked fact — and it must not expand on a word the query already contains."""
     _, linked = _multi_hop_scope(seed)
-    vector_only = RetrievalConfig(use_text_arm=False)
+    vector_only = replace(SEED, use_text_arm=False)
     assert linked in served(ask("who is the manager", Q, budget=5000, config=vector_only))
     assert linked not in served(ask("is bernard the manager", Q, budget=5000,
                                     config=vector_only))
@@ -297,8 +318,9 @@ def test_multi_hop_skips_entities_named_in_the_query(seed: Seeder, ask: Asker) -
 def test_multi_hop_off_and_without_budget(seed: Seeder, ask: Asker) -> None:
     manager, linked = _multi_hop_scope(seed)
     assert linked not in served(ask("who is the manager", Q, budget=5000,
-                                    config=RetrievalConfig(use_multi_hop=False)))
-    tight = ask("who is the manager", Q, budget=estimate_tokens("manager: her manager is Bernard"))
+                                    config=replace(SEED, use_multi_hop=False)))
+    tight = ask("who is the manager", Q,
+                budget=estimate_tokens("manager: her manager is Bernard"), config=SEED)
     assert served(tight) == [manager]
 
 
@@ -311,7 +333,7 @@ def test_multi_hop_limits_two_entities_five_facts(
               close(900, 0.05))
     linked = {name: [seed.fact("contact", f"{name} contact number {i}", unit_vector(2000 + i))
                      for i in range(7)] for name in ("Bernard", "Claire", "Zoe")}
-    result = ask("what happened at the meeting", Q, budget=5000)
+    result = ask("what happened at the meeting", Q, budget=5000, config=SEED)
     hops = [r for r in trace_rows(owner_conn, result.response.trace_id)
             if r["reason_code"] == "multi_hop_expansion"]
     hop_ids = {r["fact_id"] for r in hops}
@@ -330,9 +352,9 @@ def test_episodes_come_after_facts_in_the_same_budget(
     fact = seed.fact("note", "a fact of some length here", close(1))
     event = seed.event("conversation.message", {"text": "an episode of some length"}, close(2))
     fact_tokens = estimate_tokens(fact_text("note", "a fact of some length here"))
-    both = ask("x", Q, budget=1000)
+    both = ask("x", Q, budget=1000, config=SEED)
     assert [e.event_id for e in both.response.packet.episodes] == [event]
-    only_fact = ask("x", Q, budget=fact_tokens)
+    only_fact = ask("x", Q, budget=fact_tokens, config=SEED)
     assert served(only_fact) == [fact] and only_fact.response.packet.episodes == []
     row = next(r for r in trace_rows(owner_conn, only_fact.response.trace_id) if r["event_id"])
     assert row["reason_code"] == "over_budget"
@@ -343,7 +365,7 @@ def test_at_most_eight_episodes_with_300_character_excerpts(
 ) -> None:
     for i in range(10):
         seed.event("conversation.message", {"text": "word " * 200}, close(i))
-    result = ask("x", Q, budget=100_000)
+    result = ask("x", Q, budget=100_000, config=SEED)
     episodes = result.response.packet.episodes
     assert len(episodes) == 8
     assert all(len(e.excerpt) == 300 for e in episodes)
@@ -355,7 +377,9 @@ def test_at_most_eight_episodes_with_300_character_excerpts(
 # ----------------------------------------------------------------- volatility, warnings
 
 
-def test_volatility_horizons(seed: Seeder, ask: Asker, owner_conn: psycopg.Connection) -> None:
+def test_volatility_horizons(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig
+) -> None:
     long_ago = NOW - timedelta(days=400)
     stable = seed.fact("a", "stable and old", close(1), volatility="stable",
                        recorded_from=long_ago)
@@ -366,7 +390,7 @@ def test_volatility_horizons(seed: Seeder, ask: Asker, owner_conn: psycopg.Conne
                           recorded_from=NOW - timedelta(days=8))
     reinforced = seed.fact("e", "volatile but reinforced", close(5), volatility="volatile",
                            recorded_from=long_ago, last_reinforced_at=NOW - timedelta(days=3))
-    result = ask("x", Q)
+    result = ask("x", Q, config=preset)
     packet = result.response.packet
     assert set(served(result)) == {stable, slow, reinforced}
     assert {f.id for f in packet.facts if f.unconfirmed} == {slow}
@@ -378,18 +402,18 @@ def test_volatility_horizons(seed: Seeder, ask: Asker, owner_conn: psycopg.Conne
     assert packet.status == "degraded"
 
 
-def test_horizons_are_configurable(seed: Seeder, ask: Asker) -> None:
+def test_horizons_are_configurable(seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
     fact = seed.fact("c", "volatile, 10 days old", close(1), volatility="volatile",
                      recorded_from=NOW - timedelta(days=10))
-    assert served(ask("x", Q)) == [fact]
-    shorter = replace(DEFAULT_CONFIG, volatility_horizon_volatile_days=5)
+    assert served(ask("x", Q, config=preset)) == [fact]
+    shorter = replace(preset, volatility_horizon_volatile_days=5)
     assert served(ask("x", Q, config=shorter)) == []
 
 
-def test_missing_purpose_degrades(seed: Seeder, ask: Asker) -> None:
+def test_missing_purpose_degrades(seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
     seed.fact("note", "something", close(1))
-    with_purpose = ask("x", Q).response.packet
-    without = ask("x", Q, purpose=None).response.packet
+    with_purpose = ask("x", Q, config=preset).response.packet
+    without = ask("x", Q, purpose=None, config=preset).response.packet
     assert (with_purpose.status, with_purpose.warnings) == ("ok", [])
     assert without.status == "degraded"
     assert [w.split(":")[0] for w in without.warnings] == ["missing_purpose"]
@@ -399,15 +423,14 @@ def test_missing_purpose_degrades(seed: Seeder, ask: Asker) -> None:
 
 
 def test_trace_covers_every_candidate_and_stores_the_packet(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig) -> None:
     a = seed.fact("a", "included one", close(1))
     b = seed.fact("b", "x" * 200, close(2))
     c = seed.fact("c", "blocked one", close(3))
     d = seed.fact("d", "blocked two", close(4))
     seed.conflict([c, d])
     e = seed.event("conversation.message", {"text": "hello"}, close(5))
-    result = ask("x", Q, budget=30)
+    result = ask("x", Q, budget=30, config=preset)
     rows = trace_rows(owner_conn, result.response.trace_id)
     assert [r["ordinal"] for r in rows] == list(range(len(rows)))
     assert {r["fact_id"] or r["event_id"] for r in rows} == {a, b, c, d, e}
@@ -437,9 +460,11 @@ def test_trace_covers_every_candidate_and_stores_the_packet(
     "or or or - - \"\"",
     "\\\\ \\' '' \"",
 ])
-def test_hostile_queries_never_error(seed: Seeder, ask: Asker, query: str) -> None:
+def test_hostile_queries_never_error(
+    seed: Seeder, ask: Asker, query: str, preset: RetrievalConfig
+) -> None:
     fact = seed.fact("invoice_language", "French", close(1))
-    result = ask(query, Q)
+    result = ask(query, Q, config=preset)
     assert served(result) == [fact]
 
 
@@ -448,10 +473,10 @@ def test_text_arm_ranks_at_most_the_cap(
 ) -> None:
     for i in range(20):
         seed.fact("invoice_note", f"invoice number {i}", unit_vector(3000 + i))
-    text_only = RetrievalConfig(use_vector_arm=False)
+    text_only = replace(SEED, use_vector_arm=False)
     assert len(decisions_by_fact(owner_conn, ask("invoice", Q, budget=5000,
                                                  config=text_only))) == 20
-    capped = RetrievalConfig(use_vector_arm=False, text_rank_cap=5)
+    capped = replace(SEED, use_vector_arm=False, text_rank_cap=5)
     assert len(decisions_by_fact(owner_conn, ask("invoice", Q, budget=5000,
                                                  config=capped))) == 5
 
@@ -462,7 +487,7 @@ def test_text_arm_always_ranks_facts_holding_every_term(
     for i in range(20):
         seed.fact("invoice_note", f"invoice number {i}", unit_vector(3000 + i))
     precise = seed.fact("invoice_language", "French", unit_vector(4000))
-    capped = RetrievalConfig(use_vector_arm=False, text_rank_cap=5)
+    capped = replace(SEED, use_vector_arm=False, text_rank_cap=5)
     result = ask("invoice language", Q, budget=5000, config=capped)
     traced = decisions_by_fact(owner_conn, result)
     assert precise in traced and traced[precise]["rank"] == 1
@@ -487,3 +512,200 @@ def test_hnsw_breadth_follows_the_table_size(
         with app_db.transaction(project_id) as conn:
             conn.execute(sql.PLANNER_SETTINGS, params)
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),)
+
+
+def test_fused_planner_breadth_follows_the_larger_graph(
+    seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str
+) -> None:
+    for i in range(300):
+        seed.event("conversation.message", {"text": f"turn {i}"}, close(i, 0.5))
+    owner_conn.execute("ANALYZE facts, events")
+    rows = owner_conn.execute(
+        "SELECT max(reltuples)::int FROM pg_class "
+        "WHERE oid IN ('facts'::regclass, 'events'::regclass)").fetchone()
+    assert rows is not None and rows[0] >= 300
+    params = query_parameters(
+        ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
+        replace(FUSED, hnsw_rows_per_ef=1))
+    with app_db.transaction(project_id) as conn:
+        conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
+        assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(min(rows[0], 1000)),)
+
+
+# ----------------------------------------------------------------- fused ranking
+
+
+def decisions_by_event(conn: psycopg.Connection, assembly: Assembly) -> dict[UUID, dict]:
+    return {r["event_id"]: r for r in trace_rows(conn, assembly.response.trace_id)
+            if r["event_id"] is not None}
+
+
+def test_fused_an_episode_can_outrank_a_fact_in_one_budget(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    fact = seed.fact("note", "a fact of some length here", close(1, 0.4))
+    event = seed.event("conversation.message", {"text": "an episode of some length"},
+                       close(2, 0.1))
+    budget = estimate_tokens("an episode of some length")
+    fused = ask("x", Q, budget=budget, config=FUSED)
+    assert [e.event_id for e in fused.response.packet.episodes] == [event]
+    assert served(fused) == []
+    assert decisions_by_fact(owner_conn, fused)[fact]["reason_code"] == "over_budget"
+    # The seed packs facts first, whatever the episode's rank.
+    assert served(ask("x", Q, budget=budget + 10, config=SEED)) == [fact]
+
+
+def test_fused_budget_not_a_count_bounds_the_episodes(seed: Seeder, ask: Asker) -> None:
+    for i in range(20):
+        seed.event("conversation.message", {"text": "word " * 200}, close(i))
+    episodes = ask("x", Q, budget=100_000, config=FUSED).response.packet.episodes
+    assert len(episodes) == 20
+    # Text only (the packet has the kind), cut at 300 characters.
+    assert all(e.excerpt == ("word " * 200)[:300] for e in episodes)
+
+
+def test_text_arm_knows_term_rarity(seed: Seeder, ask: Asker,
+                                owner_conn: psycopg.Connection) -> None:
+    """Ten facts say "invoice" twice, one event says "zanzibar" once. For the question
+    "invoice zanzibar" a rank without term rarity puts the facts first (two hits, higher
+    term frequency, as ts_rank_cd does); idf puts the rare word first."""
+    for i in range(10):
+        seed.fact("invoice_note", f"invoice {i} invoice", unit_vector(3000 + i))
+    rare = seed.event("conversation.message", {"text": "back from zanzibar"},
+                      unit_vector(4000))
+    text_only = replace(FUSED, use_vector_arm=False, use_neighbours=False)
+    result = ask("invoice zanzibar", Q, budget=5000, config=text_only)
+    row = decisions_by_event(owner_conn, result)[rare]
+    assert (row["rank"], row["text_arm_rank"], row["vector_rank"]) == (1, 1, None)
+    facts = decisions_by_fact(owner_conn, result).values()
+    assert len(facts) == 10 and all(r["text_arm_rank"] > 1 for r in facts)
+
+
+def test_text_arm_reaches_events_the_vector_arm_misses(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    seed.event("conversation.message", {"text": "nothing in common"}, close(1, 0.1))
+    by_text = seed.event("conversation.message", {"text": "the parcel got soaked"},
+                         unit_vector(600))
+    config = replace(FUSED, vector_top_k=1, use_neighbours=False)
+    result = ask("why was the parcel soaked?", Q, config=config)
+    assert by_text in [e.event_id for e in result.response.packet.episodes]
+    row = decisions_by_event(owner_conn, result)[by_text]
+    assert (row["reason_code"], row["vector_rank"], row["text_arm_rank"]) == (
+        "episode_match", None, 1)
+    assert without_text_arm_misses(ask, config, by_text)
+
+
+def without_text_arm_misses(ask: Asker, config: RetrievalConfig, event: UUID) -> bool:
+    result = ask("why was the parcel soaked?", Q, config=replace(config, use_text_arm=False))
+    return event not in [e.event_id for e in result.response.packet.episodes]
+
+
+def test_idf_statistics_follow_every_write(
+    seed: Seeder, owner_conn: psycopg.Connection, app_db: Database, project_id: str
+) -> None:
+    def stats() -> tuple[tuple | None, dict[str, tuple[int, int]]]:
+        scope = owner_conn.execute(
+            "SELECT fact_docs, event_docs FROM text_scope_stats "
+            "WHERE project_id = %s AND subject_id = 'alice'", (project_id,)).fetchone()
+        terms = owner_conn.execute(
+            "SELECT term, fact_docs, event_docs FROM text_term_stats "
+            "WHERE project_id = %s AND subject_id = 'alice'", (project_id,)).fetchall()
+        return scope, {t: (f, e) for t, f, e in terms}
+
+    kept = seed.fact("pet", "cat", close(1))
+    dropped = seed.fact("pet", "dog", close(2))
+    seed.event("conversation.message", {"text": "my cat sleeps"}, close(3))
+    scope, terms = stats()
+    # Documents per scope; per lexeme, the facts ("pet" + value) and events holding it.
+    assert scope == (2, 1)
+    assert terms["cat"] == (1, 1) and terms["pet"] == (2, 0) and terms["dog"] == (1, 0)
+    owner_conn.execute("UPDATE facts SET status = 'disabled' WHERE id = %s", (dropped,))
+    scope, terms = stats()
+    assert scope == (1, 1) and "dog" not in terms and terms["pet"] == (1, 0)
+    owner_conn.execute("UPDATE facts SET value = '\"kitten\"' WHERE id = %s", (kept,))
+    _, terms = stats()
+    assert terms["kitten"] == (1, 0) and terms["cat"] == (0, 1)
+    owner_conn.execute("DELETE FROM events WHERE project_id = %s", (project_id,))
+    owner_conn.execute("DELETE FROM facts WHERE project_id = %s", (project_id,))
+    assert stats() == (None, {}), "forgetting a scope leaves none of its words behind"
+    denied = pytest.raises(psycopg.errors.InsufficientPrivilege)
+    with app_db.transaction(project_id) as conn, denied:
+        conn.execute("SELECT count(*) FROM text_term_stats")
+
+
+def _turns(seed: Seeder, count: int, *, best: int) -> list[UUID]:
+    """``count`` events a minute apart; only turn ``best`` is near the query."""
+    return [seed.event("conversation.message", {"text": f"turn {i}"},
+                       close(i, 0.1) if i == best else unit_vector(700 + i),
+                       occurred_at=NOW - timedelta(minutes=count - i))
+            for i in range(count)]
+
+
+def test_neighbours_come_in_around_the_best_episode(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    turns = _turns(seed, 7, best=3)
+    config = replace(FUSED, vector_top_k=1, use_text_arm=False)
+    result = ask("x", Q, config=config)
+    assert [e.event_id for e in result.response.packet.episodes] == [
+        turns[3], *sorted([turns[2], turns[4]]), *sorted([turns[1], turns[5]])]
+    rows = decisions_by_event(owner_conn, result)
+    source = rows[turns[3]]
+    assert (source["reason_code"], source["vector_rank"]) == ("episode_match", 1)
+    for offset in (1, 2):
+        for neighbour in (turns[3 - offset], turns[3 + offset]):
+            row = rows[neighbour]
+            assert (row["reason_code"], row["expanded_from"]) == (
+                "neighbour_expansion", turns[3])
+            assert row["vector_rank"] is None and row["text_arm_rank"] is None
+            assert row["score"] == pytest.approx(
+                config.neighbour_share * source["score"] / offset, rel=1e-5)
+    assert turns[0] not in rows and turns[6] not in rows, "two turns each side, no more"
+    off = ask("x", Q, config=replace(config, use_neighbours=False))
+    assert [e.event_id for e in off.response.packet.episodes] == [turns[3]]
+
+
+def test_neighbours_are_not_gated_and_gated_episodes_lend_nothing(
+    seed: Seeder, ask: Asker
+) -> None:
+    turns = _turns(seed, 3, best=1)
+    config = replace(FUSED, vector_top_k=1, use_text_arm=False, recall_max_distance=0.3)
+    packet = ask("x", Q, config=config).response.packet
+    # The far turns around a relevant one come in: expansion is never gated by the floor.
+    assert {e.event_id for e in packet.episodes} == set(turns)
+    # Asked from far away, the best turn is gated, and its neighbours with it.
+    far = ask("x", unit_vector(9999), config=config).response.packet
+    assert far.episodes == [] and far.empty_reason == "no_relevant_memory"
+
+
+def test_fused_trace_ranks_explain_the_fused_score(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    for i in range(5):
+        seed.fact("invoice_note", f"invoice number {i}", close(i, 0.2 + i / 10))
+        seed.event("conversation.message", {"text": f"about the invoice {i}"},
+                   close(10 + i, 0.3), occurred_at=NOW - timedelta(days=i))
+    result = ask("invoice", Q, budget=5000, config=FUSED)
+    rows = trace_rows(owner_conn, result.response.trace_id)
+    assert len(rows) == 10 and [r["rank"] for r in rows] == list(range(1, 11))
+    for r in rows:
+        assert r["vector_rank"] is not None and r["text_arm_rank"] is not None
+        own = rrf_score(r["vector_rank"], r["text_arm_rank"], FUSED)
+        if r["expanded_from"] is None:
+            assert r["score"] == pytest.approx(own, rel=1e-5)
+        else:  # raised by a neighbour's share
+            assert r["score"] > own
+    assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
+
+
+@pytest.mark.parametrize("ranking", sorted(PRESETS))
+def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database, ranking: str) -> None:
+    for i in range(3):
+        seed.fact("note", f"her manager is Bernard {i}", close(i))
+        seed.event("conversation.message", {"text": f"Bernard called {i}"}, close(10 + i))
+    with app_db.count_protocol() as counts:
+        ask("who is the manager", Q, config=PRESETS[ranking])  # type: ignore[index]
+    # fused: scope, planner settings, candidates, neighbours, trace; seed: scope, planner,
+    # facts, episodes, multi-hop, trace.
+    assert counts.statements == {"fused": 5, "seed": 6}[ranking]

@@ -66,11 +66,11 @@ def _labelled(tmp_path: Path) -> Path:
             {**SCOPE, "predicate": "favourite_colour", "value": "navy blue"},
         ],
         "queries": [
-            {**SCOPE, "query": "Which language should we use?",
+            {**SCOPE, "query": "Which language should we use?", "category": "language",
              "expected_fact_ids": [str(LANG_FACT)]},
-            {**SCOPE, "query": "Why did she ask for French?",
+            {**SCOPE, "query": "Why did she ask for French?", "category": "language",
              "expected_event_ids": [str(LANG_EVENT)]},
-            {**SCOPE, "query": "What happened to the soaked parcel?",
+            {**SCOPE, "query": "What happened to the soaked parcel?", "category": "parcel",
              "expected_event_ids": [str(PARCEL_EVENT)]},
             {**SCOPE, "query": "Does she own a boat?"},
         ],
@@ -80,31 +80,57 @@ def _labelled(tmp_path: Path) -> Path:
     return path
 
 
-def test_evaluate_reports_the_figures_and_each_ablation(
+def test_evaluate_reports_each_budget_preset_and_ablation(
     tmp_path: Path, pg_superuser_url: str, embedder: Embedder
 ) -> None:
     report = evaluate(load_labelled_set(_labelled(tmp_path)), superuser_url=pg_superuser_url,
-                      embedder=embedder, settings=Settings(), with_misses=True)
+                      embedder=embedder, settings=Settings(), budgets=(900, 10),
+                      with_misses=True)
+    assert report["ranking"] == "fused"
+    budgets = report["budgets"]
+    assert set(budgets) == {"900", "10"}  # type: ignore[arg-type]
+    run = budgets["900"]  # type: ignore[index]
     for key in ("mean_recall", "fully_covered", "mean_tokens", "latency_ms", "queries",
-                "ablations"):
-        assert key in report
-    assert report["queries"] == 4 and report["negative_queries"] == 1
+                "by_category", "gold_ranks", "seed", "ablations", "misses"):
+        assert key in run
+    assert run["queries"] == 4 and run["negative_queries"] == 1
     # A tiny scope fits the budget: every expected id is covered, by the three rules.
-    assert report["mean_recall"] == 1.0 and report["fully_covered"] == 1.0
-    assert report["misses"] == []
-    assert set(report["latency_ms"]) == {"p50", "p95"}  # type: ignore[arg-type]
-    ablations = report["ablations"]
-    assert set(ablations) == set(ABLATIONS)  # type: ignore[arg-type]
+    assert run["mean_recall"] == 1.0 and run["fully_covered"] == 1.0
+    assert run["misses"] == []
+    assert set(run["latency_ms"]) == {"p50", "p95"}
+    assert run["gold_ranks"]["items"] == 3 and run["gold_ranks"]["covered"] == 1.0
+    # Per category: the language questions and the parcel one.
+    assert run["by_category"] == {
+        "language": {"queries": 2, "mean_recall": 1.0, "fully_covered": 1.0},
+        "parcel": {"queries": 1, "mean_recall": 1.0, "fully_covered": 1.0}}
+    assert run["seed"]["mean_recall"] == 1.0
+    ablations = run["ablations"]
+    assert set(ablations) == set(ABLATIONS["fused"])
     # The parcel episode is cited by no fact: without episodes it cannot be covered, while the
     # language episode still is, through the fact that cites it.
-    no_episodes = ablations["no_episodes"]  # type: ignore[index]
+    no_episodes = ablations["no_episodes"]
     assert no_episodes["mean_recall"] == pytest.approx(2 / 3, abs=1e-3)
     assert no_episodes["fully_covered"] == pytest.approx(2 / 3, abs=1e-3)
+    # 10 tokens hold one item or none: the misses say where the expected ones ranked.
+    tight = budgets["10"]  # type: ignore[index]
+    assert tight["mean_tokens"] <= 10 and tight["misses"]
+    for miss in tight["misses"]:
+        assert len(miss["gold_ranks"]) == miss["expected"]
     # The scratch database is gone.
     with psycopg.connect(pg_superuser_url) as conn:
         left = conn.execute(
             "SELECT count(*) FROM pg_database WHERE datname LIKE 'haki_eval_%'").fetchone()
     assert left == (0,)
+
+
+def test_seed_ranking_runs_its_own_ablations(
+    tmp_path: Path, pg_superuser_url: str, embedder: Embedder
+) -> None:
+    report = evaluate(load_labelled_set(_labelled(tmp_path)), superuser_url=pg_superuser_url,
+                      embedder=embedder, settings=Settings(ranking="seed"))
+    run = report["budgets"]["900"]  # type: ignore[index]
+    assert report["ranking"] == "seed" and "fused" in run
+    assert set(run["ablations"]) == set(ABLATIONS["seed"])
 
 
 def test_labelled_set_errors_name_the_query_and_field(tmp_path: Path) -> None:
@@ -120,4 +146,10 @@ def test_labelled_set_errors_name_the_query_and_field(tmp_path: Path) -> None:
 
 def test_eval_is_a_cli_command() -> None:
     args = build_parser().parse_args(["eval", "set.json", "--budget", "500"])
-    assert args.budget == 500 and args.file == Path("set.json") and callable(args.run)
+    assert args.budget == (500,) and args.file == Path("set.json") and callable(args.run)
+    args = build_parser().parse_args(["eval", "set.json", "--budget", "900,2000",
+                                      "--ranking", "seed"])
+    assert args.budget == (900, 2000) and args.ranking == "seed"
+    for bad in ("0", "900,x", "100001"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["eval", "set.json", "--budget", bad])

@@ -1,9 +1,10 @@
-"""The packer's decisions, without a database: one decision per candidate, greedy budget."""
+"""The packer's decisions, without a database: one decision per candidate, greedy budget —
+the seed's three passes and the fused single list."""
 
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
-from haki.assembler.candidates import EpisodeCandidate, FactCandidate
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.packing import Packer
 from haki.text import estimate_tokens
 
@@ -75,3 +76,72 @@ def test_episode_excerpt_is_cut_at_the_configured_length() -> None:
     packer = Packer(budget=1000, excerpt_chars=20)
     packer.add_episodes([episode("y" * 100)])
     assert packer.episodes[0].excerpt == ("conversation.message: " + "y" * 100)[:20]
+
+
+# ----------------------------------------------------------------- fused: one list
+
+
+def ranked(item: FactCandidate | EpisodeCandidate, score: float, *, vector_rank: int | None = 1,
+           text_arm_rank: int | None = None, expanded_from: UUID | None = None) -> Ranked:
+    return Ranked(item, vector_rank, text_arm_rank, score, expanded_from)
+
+
+def test_fused_packs_facts_and_episodes_in_one_order_under_one_budget() -> None:
+    ep, f = episode("the reply that carries it"), fact("a fact ranked below")
+    budget = estimate_tokens("the reply that carries it")
+    packer = Packer(budget=budget, excerpt_with_kind=False)
+    packer.add_fused([ranked(ep, 0.9), ranked(f, 0.5)])
+    # The episode ranked first takes the budget; under seed the fact would have.
+    assert reasons(packer) == [(ep.id, "episode_match"), (f.id, "over_budget")]
+    assert [d.rank for d in packer.decisions] == [1, 2]
+
+
+def test_fused_budget_not_a_count_bounds_the_episodes() -> None:
+    episodes = [episode(f"turn {i}") for i in range(20)]
+    packer = Packer(budget=10_000, excerpt_with_kind=False)
+    packer.add_fused([ranked(e, 1.0 - i / 100) for i, e in enumerate(episodes)])
+    assert len(packer.episodes) == 20
+
+
+def test_fused_excerpt_is_the_text_alone_cut_at_the_length() -> None:
+    packer = Packer(budget=1000, excerpt_chars=20, excerpt_with_kind=False)
+    packer.add_fused([ranked(episode("y" * 100), 0.5)])
+    assert packer.episodes[0].excerpt == "y" * 20
+    assert packer.decisions[0].tokens == estimate_tokens("y" * 20)
+
+
+def test_neighbour_only_episodes_are_expansion_and_never_gated() -> None:
+    source, far_neighbour, far_ranked = episode("q", 0.1), episode("n", 0.95), episode("r", 0.9)
+    packer = Packer(budget=900, max_distance=0.5, excerpt_with_kind=False)
+    packer.add_fused([
+        ranked(source, 0.9),
+        ranked(far_neighbour, 0.3, vector_rank=None, expanded_from=source.id),
+        ranked(far_ranked, 0.2, vector_rank=40)])
+    assert reasons(packer) == [(source.id, "episode_match"),
+                               (far_neighbour.id, "neighbour_expansion"),
+                               (far_ranked.id, "below_relevance_floor")]
+    assert packer.decisions[1].expanded_from == source.id
+
+
+def test_fused_trace_carries_arm_ranks_and_the_fused_score() -> None:
+    f, blocked = fact("kept"), fact("in conflict", conflict=True)
+    packer = Packer(budget=900)
+    packer.add_fused([ranked(f, 0.07, vector_rank=3, text_arm_rank=1),
+                      ranked(blocked, 0.05, vector_rank=None, text_arm_rank=2)])
+    kept, hidden = packer.decisions
+    assert (kept.score, kept.vector_rank, kept.text_arm_rank) == (0.07, 3, 1)
+    assert kept.similarity == f.similarity and f.score != kept.score  # fused, not its own
+    assert (hidden.action, hidden.score, hidden.text_arm_rank) == ("blocked", None, 2)
+
+
+def test_fused_keeps_the_fact_rules() -> None:
+    expired = fact("old news", volatility="ephemeral", horizon_passed=True)
+    unconfirmed = fact("slow and old", volatility="slow", horizon_passed=True)
+    far = fact("far", distance=0.9)
+    packer = Packer(budget=900, max_distance=0.5)
+    packer.add_fused([ranked(expired, 0.3), ranked(unconfirmed, 0.2), ranked(far, 0.1)])
+    assert [r for _, r in reasons(packer)] == [
+        "volatility_expired", "top_score", "below_relevance_floor"]
+    packet = packer.packet(missing_purpose=False)
+    assert [f.unconfirmed for f in packet.facts] == [True]
+    assert packet.warnings[0].startswith("volatility_expired: 1 fact(s)")

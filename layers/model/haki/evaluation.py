@@ -9,12 +9,16 @@ its scope, the question and the ids that a good packet must cover. Coverage rule
 
 A query with no expected id is a *negative* query (nothing in memory answers it): it does not
 count in the recall figures; the share of negatives that still received facts is reported, and
-is what a recall floor should bring down.
+is what a recall floor should bring down. A query may name a ``category`` (e.g. multi-hop,
+temporal): recall is also reported per category.
 
 The set is loaded into a scratch database (created on the given server, migrated, dropped
-afterwards), so an evaluation never mixes with other data. Each question is embedded once; the
-full run and every ablation reuse that vector, and each call's latency is that embedding time
-plus the assembler's own time.
+afterwards), so an evaluation never mixes with other data. Each question is embedded once; for
+every budget asked, the configured ranking, the other preset and every ablation of the
+configured ranking reuse that vector, and each call's latency is that embedding time plus the
+assembler's own time. The configured run also reports where the expected items stood in the
+candidate list its trace records (``gold_ranks``): an item never listed was lost by retrieval,
+one listed but not covered by packing (the budget ran out above it).
 """
 
 import json
@@ -30,7 +34,8 @@ import psycopg
 from psycopg import sql
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from haki.assembler import DEFAULT_CONFIG, QueryVector, RetrievalConfig, assemble, embed_query
+from haki.assembler import PRESETS, QueryVector, RetrievalConfig, assemble, embed_query
+from haki.assembler.config import Ranking
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
 from haki.db.connection import acting_for, embedded_role_url
@@ -50,13 +55,25 @@ from haki.models import (
 )
 from haki.settings import Settings
 
-#: Each part of the assembler switched off in turn (``RetrievalConfig`` ablation switches).
-ABLATIONS: dict[str, RetrievalConfig] = {
-    "no_vector_arm": replace(DEFAULT_CONFIG, use_vector_arm=False),
-    "no_text_arm": replace(DEFAULT_CONFIG, use_text_arm=False),
-    "no_recency": replace(DEFAULT_CONFIG, use_recency=False),
-    "no_multi_hop": replace(DEFAULT_CONFIG, use_multi_hop=False),
-    "no_episodes": replace(DEFAULT_CONFIG, use_episodes=False),
+#: Each part of each ranking switched off in turn (``RetrievalConfig`` switches), applied to
+#: the configured ranking's preset.
+ABLATIONS: dict[Ranking, dict[str, dict[str, object]]] = {
+    "fused": {
+        "no_vector_arm": {"use_vector_arm": False},
+        "no_text_arm": {"use_text_arm": False},
+        "no_neighbours": {"use_neighbours": False},
+        # Facts alone: what pooling episodes with facts in one list is worth.
+        "no_episodes": {"use_episodes": False},
+        "kind_in_excerpt": {"excerpt_with_kind": True},
+        "equal_arm_weights": {"rrf_weight_vector": 1.0},
+    },
+    "seed": {
+        "no_vector_arm": {"use_vector_arm": False},
+        "no_text_arm": {"use_text_arm": False},
+        "no_recency": {"use_recency": False},
+        "no_multi_hop": {"use_multi_hop": False},
+        "no_episodes": {"use_episodes": False},
+    },
 }
 
 
@@ -72,6 +89,7 @@ class EvalQuery(BaseModel):
     budget_tokens: StrictInt | None = Field(default=None, gt=0, le=MAX_BUDGET_TOKENS)
     expected_event_ids: list[UUID] = Field(default_factory=list)
     expected_fact_ids: list[UUID] = Field(default_factory=list)
+    category: str | None = Field(default=None, min_length=1, max_length=64)
 
     @property
     def expected(self) -> int:
@@ -126,6 +144,10 @@ class Outcome:
     trace_id: UUID
 
 
+#: Decisions of expansion rows, which the recall floor never gates.
+_EXPANSION_REASONS = frozenset({"multi_hop_expansion", "neighbour_expansion"})
+
+
 @contextmanager
 def scratch_database(superuser_url: str) -> Iterator[dict[Role, str]]:
     """A new, migrated database on the server of ``superuser_url``; dropped on exit."""
@@ -157,13 +179,15 @@ class Evaluator:
         self.vectors: list[QueryVector] = [embed_query(embedder, q.query)
                                            for q in labelled.queries]
 
-    def run(self, config: RetrievalConfig | None = None) -> list[Outcome]:
-        """Every question through ``assemble`` with ``config`` (default: the settings')."""
+    def run(self, config: RetrievalConfig | None = None,
+            budget: int | None = None) -> list[Outcome]:
+        """Every question through ``assemble`` with ``config`` (default: the settings') at
+        ``budget`` tokens (default: the evaluator's) unless the question sets its own."""
         outcomes = []
         for q, vector in zip(self.labelled.queries, self.vectors, strict=True):
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
-                purpose=q.purpose, budget_tokens=q.budget_tokens or self.budget)
+                purpose=q.purpose, budget_tokens=q.budget_tokens or budget or self.budget)
             with acting_for(self.keys[q.project_id]):
                 result = assemble(request, vector, db=self.db, config=config or self.config)
             packet = result.response.packet
@@ -173,10 +197,20 @@ class Evaluator:
                 result.episodes_served, result.response.trace_id))
         return outcomes
 
+    def gold_ranks(self, outcome: Outcome) -> list[int | None]:
+        """The rank of each expected item in the candidate list the call's trace records
+        (None: never a candidate), expected facts first."""
+        o = outcome
+        inspected = load_trace(self.db, project_id=o.query.project_id,
+                               subject_id=o.query.subject_id, trace_id=o.trace_id)
+        ranks = {d.fact_id or d.event_id: d.rank for d in inspected.decisions}
+        return [ranks.get(i) for i in (*o.query.expected_fact_ids, *o.query.expected_event_ids)]
+
     def candidate_distances(self, outcomes: Sequence[Outcome]) -> list[tuple[float, bool]]:
         """(cosine distance, relevant) of every ranked fact and episode candidate traced for
         the positive questions. Relevant: an expected fact or episode, or a fact citing an
-        expected episode. Multi-hop rows are left out: the recall floor never gates them."""
+        expected episode. Expansion rows (multi-hop, neighbours) are left out: the recall floor
+        never gates them."""
         facts = {f.id: f for f in self.labelled.document.facts if f.id}
         pairs = []
         for o in outcomes:
@@ -187,7 +221,7 @@ class Evaluator:
                 inspected = load_trace(self.db, project_id=o.query.project_id,
                                        subject_id=o.query.subject_id, trace_id=o.trace_id)
             for d in inspected.decisions:
-                if d.similarity is None or d.reason_code == "multi_hop_expansion":
+                if d.similarity is None or d.reason_code in _EXPANSION_REASONS:
                     continue
                 item = d.fact_id or d.event_id
                 cited = facts[d.fact_id].source_event_ids if d.fact_id in facts else []
@@ -202,18 +236,29 @@ def evaluation_keys(owner: Database, labelled: LabelledSet) -> dict[str, str]:
                        label="haki eval")
 
 
-def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
-    """The headline figures of one run (keys of ``haki eval``'s JSON)."""
-    positive = [o for o in outcomes if o.query.expected]
-    negative = [o for o in outcomes if not o.query.expected]
+def _recall(positive: Sequence[Outcome]) -> dict[str, object]:
     recalls = [o.covered / o.query.expected for o in positive]
-    latencies = np.asarray([o.latency_ms for o in outcomes])
     return {
-        "queries": len(outcomes),
         "mean_recall": round(float(np.mean(recalls)), 4) if recalls else None,
         "fully_covered": round(
             sum(o.covered == o.query.expected for o in positive) / len(positive), 4)
         if positive else None,
+    }
+
+
+def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
+    """The headline figures of one run (keys of ``haki eval``'s JSON)."""
+    positive = [o for o in outcomes if o.query.expected]
+    negative = [o for o in outcomes if not o.query.expected]
+    latencies = np.asarray([o.latency_ms for o in outcomes])
+    categories = sorted({o.query.category for o in positive if o.query.category})
+    return {
+        "queries": len(outcomes),
+        **_recall(positive),
+        "by_category": {
+            c: {"queries": len(of_c), **_recall(of_c)}
+            for c in categories
+            if (of_c := [o for o in positive if o.query.category == c])},
         "mean_tokens": round(float(np.mean([o.token_count for o in outcomes])), 1),
         "mean_facts_served": round(float(np.mean([o.facts_served for o in outcomes])), 2),
         "mean_episodes_served": round(float(np.mean([o.episodes_served for o in outcomes])), 2),
@@ -226,34 +271,73 @@ def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
     }
 
 
-def misses(outcomes: Sequence[Outcome]) -> list[dict[str, object]]:
-    """The positive questions not fully covered, for reading what went wrong."""
-    return [{"query": o.query.query, "subject_id": o.query.subject_id,
-             "covered": o.covered, "expected": o.query.expected}
-            for o in outcomes if o.query.expected and o.covered < o.query.expected]
+def gold_rank_figures(ranks: Sequence[int | None], covered: int) -> dict[str, object]:
+    """Where the expected items of the positive questions stood: covered by the packet,
+    listed as candidates but not covered (lost to packing), never listed (lost to retrieval;
+    an event can still be covered through a fact citing it), and the median rank of the
+    listed ones."""
+    listed = [r for r in ranks if r is not None]
+    total = len(ranks)
+    return {
+        "items": total,
+        "covered": round(covered / total, 4) if total else None,
+        "listed": round(len(listed) / total, 4) if total else None,
+        "median_listed_rank": float(np.median(listed)) if listed else None,
+    }
+
+
+def misses(outcomes: Sequence[Outcome],
+           ranks: Sequence[list[int | None]] | None = None) -> list[dict[str, object]]:
+    """The positive questions not fully covered, for reading what went wrong; with the rank
+    of each expected item (``gold_ranks``) when given."""
+    rows = []
+    for index, o in enumerate(outcomes):
+        if o.query.expected and o.covered < o.query.expected:
+            row: dict[str, object] = {
+                "query": o.query.query, "subject_id": o.query.subject_id,
+                "category": o.query.category, "covered": o.covered,
+                "expected": o.query.expected}
+            if ranks is not None:
+                row["gold_ranks"] = ranks[index]
+            rows.append(row)
+    return rows
 
 
 def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
-             settings: Settings, budget: int = DEFAULT_BUDGET_TOKENS,
+             settings: Settings, budgets: Sequence[int] = (DEFAULT_BUDGET_TOKENS,),
              with_misses: bool = False) -> dict[str, object]:
-    """Load ``labelled`` into a scratch database, run it, then each ablation."""
+    """Load ``labelled`` into a scratch database; at each budget run the configured ranking
+    (``settings.ranking``), the other preset, and each ablation of the configured one."""
+    ranking = settings.ranking
+    other: Ranking = "seed" if ranking == "fused" else "fused"
     with scratch_database(superuser_url) as urls:
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
             MemoryWriter(owner, embedder).write(labelled.document)
             evaluator = Evaluator(labelled, db=app, keys=evaluation_keys(owner, labelled),
-                                  embedder=embedder, settings=settings, budget=budget)
-            outcomes = evaluator.run()
-            report: dict[str, object] = {
-                "embedder": embedder.provider,
-                "budget_tokens": budget,
-                **figures(outcomes),
-                "ablations": {name: figures(evaluator.run(
-                                  RetrievalConfig.from_settings(settings, config)))
-                              for name, config in ABLATIONS.items()},
-            }
-            if with_misses:
-                report["misses"] = misses(outcomes)
+                                  embedder=embedder, settings=settings)
+            report: dict[str, object] = {"embedder": embedder.provider, "ranking": ranking}
+            per_budget: dict[str, object] = {}
+            for budget in budgets:
+                outcomes = evaluator.run(budget=budget)
+                ranks = [evaluator.gold_ranks(o) if o.query.expected else []
+                         for o in outcomes]
+                run: dict[str, object] = {
+                    **figures(outcomes),
+                    "gold_ranks": gold_rank_figures(
+                        [r for per_query in ranks for r in per_query],
+                        sum(o.covered for o in outcomes)),
+                    other: figures(evaluator.run(
+                        RetrievalConfig.from_settings(settings, PRESETS[other]), budget)),
+                    "ablations": {
+                        name: figures(evaluator.run(replace(evaluator.config, **change),
+                                                    budget))
+                        for name, change in ABLATIONS[ranking].items()},
+                }
+                if with_misses:
+                    run["misses"] = misses(outcomes, ranks)
+                per_budget[str(budget)] = run
+            report["budgets"] = per_budget
             return report
         finally:
             owner.close()

@@ -100,13 +100,14 @@ def authenticate(db: Database, key: str | None) -> KeyIdentity:
     if not key or not looks_like_key(key):
         raise Unauthorized(_UNAUTHORIZED)
     key_hash = hash_key(key)
-    with db.transaction() as conn:
-        row = conn.execute(
-            "SELECT key_id, org_id, project_id FROM haki_authenticate(%s)", (key_hash,)
-        ).fetchone()
+    # One statement, no transaction around it: one round trip.
+    row = db.fetch_one("SELECT key_id, org_id, project_id FROM haki_authenticate(%s)",
+                       (key_hash,))
     if row is None:
         raise Unauthorized(_UNAUTHORIZED)
-    return KeyIdentity(key_id=row[0], org_id=row[1], project_id=row[2], key_hash=key_hash)
+    key_id, org_id, project_id = row
+    return KeyIdentity(key_id=key_id, org_id=str(org_id), project_id=str(project_id),
+                       key_hash=key_hash)  # type: ignore[arg-type]
 
 
 _COLUMNS = "id, prefix, org_id, project_id, label, created_at, revoked_at"

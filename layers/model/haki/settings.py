@@ -62,6 +62,9 @@ class Settings(BaseModel):
     #: it the call fails fast with 503 ``service_unavailable`` instead of holding a
     #: connection until the function times out. 0 keeps the server's setting.
     statement_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
+    #: ``HAKI_RANKING``: the assembler's ranking preset (``haki.assembler.config.PRESETS``):
+    #: ``fused`` (default) or ``seed``, the design page's formula kept for comparison.
+    ranking: Literal["fused", "seed"] = "fused"
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable

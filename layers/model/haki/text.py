@@ -25,7 +25,12 @@ def fact_text(predicate: str, value: Any) -> str:
     return f"{predicate.replace('_', ' ')}: {value_text(value)}"
 
 
-def event_text(kind: str, payload: dict[str, Any]) -> str:
-    """An episode as text: its kind, then the payload's ``text`` if any, else the payload."""
+def event_body(payload: dict[str, Any]) -> str:
+    """An episode's payload as text: its ``text`` if it has one, else the whole payload."""
     body = payload.get("text")
-    return f"{kind}: {body if isinstance(body, str) else value_text(payload)}"
+    return body if isinstance(body, str) else value_text(payload)
+
+
+def event_text(kind: str, payload: dict[str, Any]) -> str:
+    """An episode as text (what is embedded): its kind, then its body."""
+    return f"{kind}: {event_body(payload)}"

@@ -1,18 +1,20 @@
 """``haki eval FILE``: retrieval quality of the assembler on a labelled data set.
 
-The set is loaded into a scratch database of the embedded server (dropped afterwards), its
-questions run through the assembler, then again with each part switched off. Prints JSON.
+The set is loaded into a scratch database of the embedded server (dropped afterwards); at each
+budget its questions run through the assembler with the configured ranking preset, the other
+preset, then the configured one with each part switched off. Prints JSON.
 """
 
 import argparse
 import json
 from pathlib import Path
 
+from haki.assembler import PRESETS
 from haki.db.embedded import start_embedded
 from haki.embedding import get_embedder
 from haki.errors import ConfigurationError
 from haki.evaluation import evaluate, load_labelled_set
-from haki.models import DEFAULT_BUDGET_TOKENS
+from haki.models import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 from haki.settings import get_settings
 
 
@@ -20,13 +22,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "eval", help="measure retrieval quality on a labelled set (with ablations)")
     parser.add_argument("file", type=Path, help="memory document (JSON) plus 'queries'")
-    parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET_TOKENS,
-                        help="token budget of questions that do not set one (default 900)")
+    parser.add_argument("--budget", type=_budgets, default=(DEFAULT_BUDGET_TOKENS,),
+                        help="token budget(s) of questions that do not set one, comma-"
+                             "separated, e.g. 900,2000 (default 900)")
+    parser.add_argument("--ranking", choices=sorted(PRESETS), default=None,
+                        help="ranking preset to measure, with its ablations; the other "
+                             "preset is reported beside it (default: HAKI_RANKING)")
     parser.add_argument("--provider", default=None,
                         help="embedder (default: HAKI_EMBED_PROVIDER)")
     parser.add_argument("--misses", action="store_true",
                         help="also list the questions not fully covered")
     parser.set_defaults(run=_eval)
+
+
+def _budgets(text: str) -> tuple[int, ...]:
+    """``"900,2000"`` → ``(900, 2000)``; each a positive integer within the API's bound."""
+    try:
+        budgets = tuple(int(part) for part in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from exc
+    if not budgets or any(not 0 < b <= MAX_BUDGET_TOKENS for b in budgets):
+        raise argparse.ArgumentTypeError(f"each budget must be in 1..{MAX_BUDGET_TOKENS}")
+    return budgets
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -37,9 +54,11 @@ def _eval(args: argparse.Namespace) -> int:
             "unset HAKI_DATABASE_URL")
     if args.provider:
         settings = settings.model_copy(update={"embed_provider": args.provider})
+    if args.ranking:
+        settings = settings.model_copy(update={"ranking": args.ranking})
     labelled = load_labelled_set(args.file)
     report = evaluate(labelled, superuser_url=start_embedded(settings.data_dir),
-                      embedder=get_embedder(settings), settings=settings, budget=args.budget,
+                      embedder=get_embedder(settings), settings=settings, budgets=args.budget,
                       with_misses=args.misses)
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0

@@ -3,13 +3,22 @@
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import psycopg
 
 from haki.assembler.config import RetrievalConfig
 from haki.assembler.entities import extract_entities
+from haki.assembler.fusion import fuse, neighbour_sources, propagate
 from haki.assembler.packing import Packer
-from haki.assembler.retrieval import query_parameters, retrieve, retrieve_multi_hop
+from haki.assembler.retrieval import (
+    query_parameters,
+    retrieve,
+    retrieve_fused,
+    retrieve_multi_hop,
+    retrieve_neighbours,
+)
 from haki.assembler.trace import write_trace
 from haki.db import Database
 from haki.embedding import Embedder
@@ -49,29 +58,22 @@ def assemble(
     request: ContextRequest, query: QueryVector, *, db: Database, config: RetrievalConfig
 ) -> Assembly:
     """Answer one context request (docs/spec.md §4) and persist its trace in the same
-    transaction. Every knob — weights, arms, the recall floor, volatility horizons, the
-    candidate strategy — comes from ``config``."""
+    transaction. Every knob — the ranking preset, weights, arms, the recall floor, volatility
+    horizons, the candidate strategy — comes from ``config``."""
     started = time.perf_counter()
     params = query_parameters(request, query.vector, config)
     packer = Packer(
         budget=request.budget_tokens,
         max_distance=config.recall_max_distance,
         excerpt_chars=config.excerpt_chars,
+        excerpt_with_kind=config.excerpt_with_kind,
     )
     trace_id = uuid.uuid4()
     with db.transaction(request.project_id, pipeline=True) as conn:
-        retrieved = retrieve(conn, params, config)
-        packer.add_ranked_facts(retrieved.facts)
-
-        if config.use_multi_hop and packer.remaining > 0:
-            entities = extract_entities(
-                packer.included_texts, request.query, config.multi_hop_max_entities)
-            if entities:
-                packer.add_multi_hop_facts(retrieve_multi_hop(
-                    conn, params, entities=entities, seen_ids=packer.considered_fact_ids,
-                    per_entity=config.multi_hop_max_per_entity))
-
-        packer.add_episodes(retrieved.episodes)
+        if config.ranking == "fused":
+            _pack_fused(conn, params, packer, config)
+        else:
+            _pack_seed(conn, params, packer, config, request.query)
         retrieved_at = time.perf_counter()
 
         response = ContextResponse(
@@ -95,6 +97,33 @@ def assemble(
         episodes_served=len(response.packet.episodes),
         timings_ms=timings,
     )
+
+
+def _pack_fused(conn: psycopg.Connection, params: dict[str, Any], packer: Packer,
+                config: RetrievalConfig) -> None:
+    """One list of facts and episodes: both arms, the fusion, the neighbours of the best
+    episodes, then one greedy pass under the budget."""
+    ranked = fuse(retrieve_fused(conn, params), config)
+    sources = neighbour_sources(ranked, config) if config.use_neighbours else []
+    if sources:
+        links = retrieve_neighbours(conn, params, source_ids=sources,
+                                    candidate_ids=[r.id for r in ranked])
+        ranked = propagate(ranked, links, config)
+    packer.add_fused(ranked)
+
+
+def _pack_seed(conn: psycopg.Connection, params: dict[str, Any], packer: Packer,
+               config: RetrievalConfig, query: str) -> None:
+    """The design page's order: ranked facts, multi-hop on the budget left, then episodes."""
+    retrieved = retrieve(conn, params, config)
+    packer.add_ranked_facts(retrieved.facts)
+    if config.use_multi_hop and packer.remaining > 0:
+        entities = extract_entities(packer.included_texts, query, config.multi_hop_max_entities)
+        if entities:
+            packer.add_multi_hop_facts(retrieve_multi_hop(
+                conn, params, entities=entities, seen_ids=packer.considered_fact_ids,
+                per_entity=config.multi_hop_max_per_entity))
+    packer.add_episodes(retrieved.episodes)
 
 
 def _ms(start: float, end: float) -> float:

@@ -5,12 +5,14 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from haki.text import event_text, fact_text
+from haki.text import event_body, event_text, fact_text
 
 
 @dataclass(frozen=True, slots=True)
 class FactCandidate:
-    """A fact that came up in phase 1 (or multi-hop), with its phase-2 score components."""
+    """A fact that came up as a candidate, with its score components. Under ``seed`` all of
+    them are the seed formula's; under ``fused`` ``text_rank`` is the text arm's idf score (None:
+    not matched), ``recency`` is None and ``score`` is set by the fusion (``fusion.py``)."""
 
     id: UUID
     predicate: str
@@ -20,15 +22,15 @@ class FactCandidate:
     source_event_ids: list[UUID]
     volatility: str
     distance: float
-    text_rank: float
-    recency: float
+    text_rank: float | None
+    recency: float | None
     conflict_open: bool
     horizon_passed: bool
-    score: float
+    score: float | None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "FactCandidate":
-        return cls(**{name: row[name] for name in cls.__slots__})
+        return cls(**{name: row.get(name) for name in cls.__slots__})
 
     @property
     def similarity(self) -> float:
@@ -41,7 +43,7 @@ class FactCandidate:
 
 @dataclass(frozen=True, slots=True)
 class EpisodeCandidate:
-    """One of the nearest events of the scope."""
+    """An event that came up as a candidate (or as the neighbour of one)."""
 
     id: UUID
     kind: str
@@ -57,5 +59,28 @@ class EpisodeCandidate:
     def similarity(self) -> float:
         return 1.0 - self.distance
 
-    def excerpt(self, max_chars: int) -> str:
-        return event_text(self.kind, self.payload)[:max_chars]
+    def excerpt(self, max_chars: int, *, with_kind: bool = True) -> str:
+        """The packet's excerpt: ``kind: body`` (seed) or the body alone, cut at ``max_chars``."""
+        text = event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
+        return text[:max_chars]
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A fused candidate: the fact or episode, where each arm ranked it (None: the arm did
+    not return it), and its fused score. ``expanded_from`` names the episode whose neighbour
+    share raised the score, if any; a row with no arm rank came in as a neighbour only."""
+
+    item: FactCandidate | EpisodeCandidate
+    vector_rank: int | None
+    text_arm_rank: int | None
+    score: float
+    expanded_from: UUID | None = None
+
+    @property
+    def id(self) -> UUID:
+        return self.item.id
+
+    @property
+    def neighbour_only(self) -> bool:
+        return self.vector_rank is None and self.text_arm_rank is None

@@ -1,9 +1,19 @@
-"""Every retrieval knob, in one frozen object with documented defaults.
+"""Every retrieval knob, in one frozen object with documented defaults, and the two named
+ranking presets.
+
+- ``fused`` (the default): facts and episodes in one candidate list under one budget, ordered
+  by a reciprocal-rank fusion of a vector arm and an idf-weighted full-text arm over both,
+  with the neighbouring turns of the best episodes propagated (``fusion.py``). Every part
+  was kept because an ablation on the dev data (REALTALK, the bilingual set) showed it worth
+  ≥ 0.005 recall (docs/benchmarks.md, "Retrieval quality").
+- ``seed``: the design page's formula (facts by a weighted sum of cosine, ts_rank_cd and
+  recency from now, multi-hop, then the 8 nearest episodes), reproduced exactly, for
+  comparison.
 
 The weights are documented here but are not part of the public API contract: they may change
 between versions. The arm switches exist for ablation studies (``haki eval``) and the
-candidate strategy for the benchmarks' naive baseline; production runs with the defaults and
-the few knobs the environment sets (:meth:`RetrievalConfig.from_settings`).
+candidate strategy for the benchmarks' naive baseline; production runs with a preset and the
+few knobs the environment sets (:meth:`RetrievalConfig.from_settings`).
 """
 
 from dataclasses import dataclass, field, replace
@@ -11,8 +21,10 @@ from typing import Literal
 
 from haki.settings import Settings
 
-#: Where fact candidates come from (see ``sql.fact_candidates``).
+#: Where fact candidates come from under ``seed`` (see ``sql.FACT_CANDIDATES``).
 CandidateStrategy = Literal["two_phase", "exhaustive"]
+#: The ranking preset: the fused list (default) or the seed's formula.
+Ranking = Literal["fused", "seed"]
 
 #: Words that carry no meaning for the full-text arm, English and French. The arm ORs the
 #: question's terms (``websearch_to_tsquery`` alone ANDs them, so natural questions would
@@ -34,6 +46,37 @@ STOPWORDS: frozenset[str] = frozenset(
 class RetrievalConfig:
     """Every tunable of the assembler. Defaults are the production values (docs/spec.md §4)."""
 
+    ranking: Ranking = "fused"
+
+    # --- fused ranking --------------------------------------------------------------------
+    #: Vector arm: the nearest facts and the nearest events of the scope (each by its HNSW
+    #: index), merged by cosine distance, the best ``vector_top_k`` kept and ranked.
+    vector_top_k: int = 128
+    #: Text arm: the best ``text_top_k`` facts and events by the sum of BM25's idf over the
+    #: query terms they hold (``haki_idf_search``, migration 0011; term frequency and length
+    #: normalisation were each worth < 0.005 recall, so they are not computed). Deeper than 32
+    #: the arm adds more noise than evidence (REALTALK: 128 costs 0.008 recall at 900 tokens).
+    text_top_k: int = 32
+    #: Text-arm candidates: at most this many rows per query term, from the GIN indexes. A
+    #: term held by more rows than that is common, so its idf (and its weight) is small.
+    text_term_cap: int = 500
+    #: Reciprocal-rank fusion: score = Σ_arm weight / (rrf_k + rank). The vector arm counts
+    #: double: equal weights cost 0.016 recall at 900 tokens on REALTALK.
+    rrf_k: float = 30.0
+    rrf_weight_vector: float = 2.0
+    rrf_weight_text: float = 1.0
+    #: Neighbour propagation: each of the ``neighbour_sources`` best episodes passes
+    #: ``neighbour_share`` × its score, divided by the distance in turns, to the events up to
+    #: ``neighbour_span`` turns before and after it (same scope, by ``occurred_at``) — a reply
+    #: often carries the evidence its question lacks. REALTALK: +0.014 recall at 900 tokens.
+    neighbour_share: float = 0.3
+    neighbour_span: int = 2
+    neighbour_sources: int = 32
+    #: Episode excerpts carry the payload text only: the packet already has the ``kind``, and
+    #: repeating "conversation.message: " costs 5 tokens an episode (REALTALK: 0.017 recall).
+    excerpt_with_kind: bool = False
+
+    # --- seed ranking ---------------------------------------------------------------------
     #: Phase 1: rows taken from each arm (vector, full-text) before the union.
     top_k: int = 64
     #: Phase 2: at most this many union rows are scored, packed and traced.
@@ -46,11 +89,12 @@ class RetrievalConfig:
     recency_tau_days: float = 30.0
     #: Episodes: nearest events of the scope, packed after the facts in the same budget.
     episode_top_k: int = 8
-    excerpt_chars: int = 300
     #: Multi-hop: at most this many entities, this many facts each, one hop.
     multi_hop_max_entities: int = 2
     multi_hop_max_per_entity: int = 5
-    #: Full-text arm: at most this many distinct query terms are ORed (bounds huge queries).
+    # --- both -----------------------------------------------------------------------------
+    #: Full-text arms: at most this many distinct query terms, longest first (bounds huge
+    #: queries), stop words dropped.
     max_query_terms: int = 32
     #: Full-text arm and multi-hop: at most this many matching rows are ranked by ts_rank_cd
     #: (~7 µs a row), for facts holding all the question's terms and again for facts holding
@@ -59,6 +103,8 @@ class RetrievalConfig:
     #: still brings the precise matches, and the vector arm covers the scope regardless.
     text_rank_cap: int = 500
     stopwords: frozenset[str] = field(default=STOPWORDS)
+    #: Episode excerpts are cut at this many characters.
+    excerpt_chars: int = 300
     #: HNSW search breadth for the vector arm, with pgvector 0.8 iterative scans so that a
     #: scope that is a small slice of the table still yields ``top_k`` in-scope rows. The
     #: breadth is the table's row count / ``hnsw_rows_per_ef``, clamped to [min, max]: measured
@@ -81,19 +127,22 @@ class RetrievalConfig:
     #: on their union. ``exhaustive``: the design page's naive baseline, every active fact of
     #: the scope scored — what the benchmarks compare against, never used to serve.
     fact_candidates: CandidateStrategy = "two_phase"
-    #: Ablation switches (all on in production).
+    #: Ablation switches (all on in production). Recency and multi-hop are parts of ``seed``
+    #: only, neighbours of ``fused`` only; ``use_episodes`` off leaves facts alone in both.
     use_vector_arm: bool = True
     use_text_arm: bool = True
     use_recency: bool = True
     use_multi_hop: bool = True
     use_episodes: bool = True
+    use_neighbours: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings, base: "RetrievalConfig | None" = None
                       ) -> "RetrievalConfig":
-        """``base`` (default: the production values) with the knobs the environment sets."""
+        """``base`` (default: the preset ``HAKI_RANKING`` names) with the knobs the environment
+        sets."""
         return replace(
-            base or cls(),
+            base or PRESETS[settings.ranking],
             recall_max_distance=settings.recall_max_distance,
             volatility_horizon_slow_days=settings.volatility_horizon_slow_days,
             volatility_horizon_volatile_days=settings.volatility_horizon_volatile_days,
@@ -101,4 +150,10 @@ class RetrievalConfig:
         )
 
 
-DEFAULT_CONFIG = RetrievalConfig()
+#: The named presets. ``seed`` keeps the design page's excerpt ("kind: text").
+PRESETS: dict[Ranking, RetrievalConfig] = {
+    "fused": RetrievalConfig(),
+    "seed": RetrievalConfig(ranking="seed", excerpt_with_kind=True),
+}
+DEFAULT_CONFIG = PRESETS["fused"]
+SEED_CONFIG = PRESETS["seed"]

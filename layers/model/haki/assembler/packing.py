@@ -1,15 +1,16 @@
 """Budget packing and the decision of every candidate — pure Python, no database.
 
-The packer walks the candidates in the order the rules prescribe (ranked facts, then
-multi-hop facts, then episodes), takes one decision per candidate, and keeps the packet and
-the token count that result. Every candidate it is shown gets exactly one decision, so the
-trace explains every row considered.
+The packer walks the candidates in the order the ranking prescribes — ``fused``: one list of
+facts and episodes by fused score; ``seed``: ranked facts, then multi-hop facts, then
+episodes — takes one decision per candidate, and keeps the packet and the token count that
+result. Every candidate it is shown gets exactly one decision, so the trace explains every row
+considered.
 """
 
 from dataclasses import dataclass, field
 from uuid import UUID
 
-from haki.assembler.candidates import EpisodeCandidate, FactCandidate
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.models import (
     ContextPacket,
     EmptyReason,
@@ -23,20 +24,31 @@ from haki.text import estimate_tokens
 #: Volatility classes dropped once their horizon has passed; ``slow`` is served, flagged.
 EXPIRING = frozenset({"volatile", "ephemeral"})
 
+#: The trace fields of a fused candidate (``TraceDecision``): each arm's rank and the source
+#: of its neighbour share. Empty under ``seed``.
+ArmRanks = dict[str, int | UUID | None]
+
+
+def _arm_ranks(ranked: Ranked) -> ArmRanks:
+    return {"vector_rank": ranked.vector_rank, "text_arm_rank": ranked.text_arm_rank,
+            "expanded_from": ranked.expanded_from}
+
 
 @dataclass
 class Packer:
     """Greedy packing under ``budget`` tokens.
 
-    Facts go in by descending score while they fit; one that does not fit is excluded
-    ``over_budget`` and the packer goes on with the next (a smaller fact further down may
-    still fit). ``max_distance`` > 0 turns the recall floor on for ranked facts and episodes;
-    multi-hop facts are never gated by it.
+    Candidates go in by descending score while they fit; one that does not fit is excluded
+    ``over_budget`` and the packer goes on with the next (a smaller one further down may still
+    fit). ``max_distance`` > 0 turns the recall floor on for ranked facts and episodes;
+    expansion rows (multi-hop facts, neighbour-only episodes) are never gated by it.
+    ``excerpt_with_kind``: an episode's excerpt is ``kind: text`` (seed) or its text alone.
     """
 
     budget: int
     max_distance: float = 0.0
     excerpt_chars: int = 300
+    excerpt_with_kind: bool = True
     remaining: int = field(init=False)
     decisions: list[TraceDecision] = field(default_factory=list, init=False)
     facts: list[PacketFact] = field(default_factory=list, init=False)
@@ -67,27 +79,24 @@ class Packer:
             self._decide_fact(candidate, rank, included_reason="multi_hop_expansion", gated=False)
 
     def add_episodes(self, candidates: list[EpisodeCandidate]) -> None:
+        """Seed: the nearest episodes; an episode's score is its similarity (cosine alone)."""
         for rank, episode in enumerate(candidates, start=1):
-            excerpt = episode.excerpt(self.excerpt_chars)
-            tokens = estimate_tokens(excerpt)
-            action: TraceAction
-            if self._below_floor(episode.distance):
-                self.below_floor += 1
-                action, reason = "excluded", "below_relevance_floor"
-            elif tokens > self.remaining:
-                action, reason = "excluded", "over_budget"
+            self._decide_episode(episode, rank, score=episode.similarity,
+                                 included_reason="episode_match", gated=True)
+
+    def add_fused(self, candidates: list[Ranked]) -> None:
+        """Fused: facts and episodes in one list, best first. An episode that no arm returned
+        came in as a neighbour: ``neighbour_expansion``, not gated by the floor."""
+        for rank, ranked in enumerate(candidates, start=1):
+            if isinstance(ranked.item, FactCandidate):
+                self._decide_fact(ranked.item, rank, included_reason="top_score", gated=True,
+                                  score=ranked.score, arms=_arm_ranks(ranked))
             else:
-                action, reason = "included", "episode_match"
-                self.remaining -= tokens
-                self.episodes.append(PacketEpisode(
-                    event_id=episode.id, kind=episode.kind,
-                    occurred_at=episode.occurred_at, excerpt=excerpt))
-            # An episode's score is its similarity: episodes are ranked by cosine alone.
-            self.decisions.append(TraceDecision(
-                ordinal=len(self.decisions),
-                fact_id=None, event_id=episode.id, action=action, reason_code=reason,
-                rank=rank, score=episode.similarity, similarity=episode.similarity,
-                text_rank=None, recency=None, tokens=tokens))
+                self._decide_episode(
+                    ranked.item, rank, score=ranked.score,
+                    included_reason=("neighbour_expansion" if ranked.neighbour_only
+                                     else "episode_match"),
+                    gated=not ranked.neighbour_only, arms=_arm_ranks(ranked))
 
     def packet(self, *, missing_purpose: bool) -> ContextPacket:
         warnings: list[str] = []
@@ -121,9 +130,35 @@ class Packer:
     def _below_floor(self, distance: float) -> bool:
         return self.max_distance > 0 and distance > self.max_distance
 
-    def _decide_fact(
-        self, candidate: FactCandidate, rank: int, *, included_reason: str, gated: bool
+    def _decide_episode(
+        self, episode: EpisodeCandidate, rank: int, *, score: float, included_reason: str,
+        gated: bool, arms: ArmRanks | None = None,
     ) -> None:
+        excerpt = episode.excerpt(self.excerpt_chars, with_kind=self.excerpt_with_kind)
+        tokens = estimate_tokens(excerpt)
+        action: TraceAction
+        if gated and self._below_floor(episode.distance):
+            self.below_floor += 1
+            action, reason = "excluded", "below_relevance_floor"
+        elif tokens > self.remaining:
+            action, reason = "excluded", "over_budget"
+        else:
+            action, reason = "included", included_reason
+            self.remaining -= tokens
+            self.episodes.append(PacketEpisode(
+                event_id=episode.id, kind=episode.kind,
+                occurred_at=episode.occurred_at, excerpt=excerpt))
+        self.decisions.append(TraceDecision(
+            ordinal=len(self.decisions),
+            fact_id=None, event_id=episode.id, action=action, reason_code=reason,
+            rank=rank, score=score, similarity=episode.similarity,
+            text_rank=None, recency=None, tokens=tokens, **(arms or {})))
+
+    def _decide_fact(
+        self, candidate: FactCandidate, rank: int, *, included_reason: str, gated: bool,
+        score: float | None = None, arms: ArmRanks | None = None,
+    ) -> None:
+        """``score``: the fused score (fused ranking); None: the candidate's own (seed)."""
         if candidate.conflict_open:
             # Never scored, never packed: the trace says it was there and why it was hidden.
             self.blocked_conflicts += 1
@@ -131,7 +166,7 @@ class Packer:
                 ordinal=len(self.decisions),
                 fact_id=candidate.id, event_id=None, action="blocked",
                 reason_code="conflict_open", rank=rank, score=None, similarity=None,
-                text_rank=None, recency=None, tokens=None))
+                text_rank=None, recency=None, tokens=None, **(arms or {})))
             return
         text = candidate.text
         tokens = estimate_tokens(text)
@@ -156,6 +191,7 @@ class Packer:
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=candidate.id, event_id=None, action=action, reason_code=reason,
-            rank=rank, score=candidate.score, similarity=candidate.similarity,
-            text_rank=candidate.text_rank, recency=candidate.recency, tokens=tokens,
-            unconfirmed=unconfirmed and action == "included"))
+            rank=rank, score=candidate.score if score is None else score,
+            similarity=candidate.similarity, text_rank=candidate.text_rank,
+            recency=candidate.recency, tokens=tokens,
+            unconfirmed=unconfirmed and action == "included", **(arms or {})))

@@ -13,6 +13,7 @@ from psycopg.rows import dict_row
 from haki.assembler import sql
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate
 from haki.assembler.config import RetrievalConfig
+from haki.assembler.fusion import ArmHit, NeighbourLink
 from haki.models import ContextRequest
 
 _DAY_SECONDS = 86_400.0
@@ -59,19 +60,25 @@ def query_parameters(
         "ef_search_max": config.hnsw_ef_search_max,
         "rows_per_ef": config.hnsw_rows_per_ef,
         "max_scan_tuples": str(config.hnsw_max_scan_tuples),
+        "vector_top_k": config.vector_top_k,
+        "text_top_k": config.text_top_k,
+        "text_term_cap": config.text_term_cap,
+        "excerpt_chars": config.excerpt_chars,
+        "neighbour_span": config.neighbour_span,
     }
 
 
 def retrieve(
     conn: psycopg.Connection, params: dict[str, Any], config: RetrievalConfig
 ) -> Retrieved:
-    """Fact candidates (the configured strategy's statement) and the nearest episodes, in one
-    pipelined round trip."""
-    with conn.pipeline():
-        conn.execute(sql.PLANNER_SETTINGS, params)
-        facts = conn.cursor(row_factory=dict_row).execute(
-            sql.FACT_CANDIDATES[config.fact_candidates], params)
-        episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
+    """Seed: fact candidates (the configured strategy's statement) and the nearest episodes,
+    in one round trip: ``conn`` is in a pipelined transaction, so they leave with BEGIN and
+    the scope and the first fetch waits for all of them (a nested pipeline would sync
+    first)."""
+    conn.execute(sql.PLANNER_SETTINGS, params)
+    facts = conn.cursor(row_factory=dict_row).execute(
+        sql.FACT_CANDIDATES[config.fact_candidates], params)
+    episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
     return Retrieved(
         facts=[FactCandidate.from_row(r) for r in facts.fetchall()],
         episodes=[EpisodeCandidate.from_row(r) for r in episodes.fetchall()],
@@ -91,3 +98,32 @@ def retrieve_multi_hop(
     for row in rows:
         unique.setdefault(row["id"], FactCandidate.from_row(row))
     return list(unique.values())
+
+
+def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any]) -> list[ArmHit]:
+    """Fused: every row either arm returned, facts and events, with its arm ranks, in one
+    round trip with the planner settings, BEGIN and the scope (``conn`` is in a pipelined
+    transaction)."""
+    conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
+    rows = conn.cursor(row_factory=dict_row).execute(sql.FUSED_CANDIDATES, params)
+    hits = []
+    for row in rows.fetchall():
+        item = (FactCandidate.from_row(row) if row["item"] == "fact"
+                else EpisodeCandidate.from_row(row))
+        hits.append(ArmHit(item, row["vector_rank"], row["text_arm_rank"]))
+    return hits
+
+
+def retrieve_neighbours(
+    conn: psycopg.Connection, params: dict[str, Any], *, source_ids: list[UUID],
+    candidate_ids: list[UUID],
+) -> list[NeighbourLink]:
+    """The neighbouring turns of ``source_ids``; those among ``candidate_ids`` by id only."""
+    rows = conn.cursor(row_factory=dict_row).execute(
+        sql.NEIGHBOURS,
+        {**params, "source_ids": source_ids, "candidate_ids": candidate_ids},
+    ).fetchall()
+    return [NeighbourLink(
+        source_id=row["source_id"], offset=row["step"], neighbour_id=row["id"],
+        episode=None if row["payload"] is None else EpisodeCandidate.from_row(row))
+        for row in rows]

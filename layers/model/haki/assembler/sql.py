@@ -1,39 +1,56 @@
 """The assembler's SQL, in one place. Every statement filters on the exact scope first.
 
-Round trips per context call (see ``retrieval.py``): one pipelined batch (planner settings,
-phase 1 + phase 2 for facts, nearest episodes), an optional multi-hop statement, and the
-trace write — inside one transaction.
+Statements per context call (see ``retrieval.py``), inside one transaction, besides the scope
+setting and the trace write:
+- ``fused`` (default): planner settings + the fused candidates (both arms over facts and
+  events) in one pipelined round trip, then the neighbours of the best episodes — 5 in all;
+- ``seed``: planner settings, phase 1 + phase 2 for facts and the nearest episodes in one
+  pipelined round trip, then an optional multi-hop statement — 6 at most.
 
 Indexes relied upon (migrations):
 - ``facts_embedding_hnsw`` / ``events_embedding_hnsw`` (0002): ``ORDER BY embedding <=> q LIMIT k``;
-- ``facts_search_vector_gin`` (0004): ``search_vector @@ q``;
+- ``facts_search_vector_gin`` (0004), ``events_search_vector_gin`` (0011): ``search_vector @@ q``
+  inside ``haki_text_search`` (0008) and ``haki_idf_search`` (0011);
+- ``text_scope_stats`` / ``text_term_stats`` primary keys (0011): the idf statistics;
 - ``facts_scope_idx`` / ``events_scope_idx`` (0002): the scope filter, and the exact scan the
   planner prefers when a scope is small (``facts_scope_stats`` keeps its estimate honest);
+  ``events_scope_idx`` (project, subject, occurred_at) also orders the neighbouring turns;
 - ``conflict_sets_open_idx`` (0003): the open-conflict lookup.
 """
 
 from haki.assembler.config import CandidateStrategy
 
-#: Transaction-local planner settings for the vector arms (RDS-Proxy-safe: nothing outlives
-#: the transaction). pgvector's HNSW scan returns at most ``ef_search`` rows and the scope
-#: filter applies after the scan, so a scope that is a small slice of the table would get a
-#: handful of rows out of 64. Iterative scans (pgvector 0.8) keep scanning until ``LIMIT`` rows
-#: pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
-#: ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
-#: The search breadth follows the size of the graph, i.e. of the table (``pg_class.reltuples``,
-#: kept by ANALYZE/VACUUM): one unit per ``hnsw_rows_per_ef`` facts, between
-#: ``hnsw_ef_search_min`` and pgvector's maximum. A larger graph needs a wider search to keep
-#: recall — for a scope of the whole table as for a slice of it — a small one would only pay.
-#: Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
-PLANNER_SETTINGS = """
+
+def _planner_settings(graph_rows: str) -> str:
+    """Transaction-local planner settings for the vector arms (RDS-Proxy-safe: nothing outlives
+    the transaction). pgvector's HNSW scan returns at most ``ef_search`` rows and the scope
+    filter applies after the scan, so a scope that is a small slice of the table would get a
+    handful of rows out of 64. Iterative scans (pgvector 0.8) keep scanning until ``LIMIT`` rows
+    pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
+    ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
+    The search breadth follows the size of the graph, i.e. of the table (``pg_class.reltuples``,
+    kept by ANALYZE/VACUUM): one unit per ``hnsw_rows_per_ef`` facts, between
+    ``hnsw_ef_search_min`` and pgvector's maximum. A larger graph needs a wider search to keep
+    recall — for a scope of the whole table as for a slice of it — a small one would only pay.
+    Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
+    ``graph_rows``: an SQL expression, the row count of the graph(s) searched."""
+    return f"""
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search',
                   least(%(ef_search_max)s, greatest(%(ef_search_min)s,
-                        (SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass)
-                        / %(rows_per_ef)s))::int::text,
+                        {graph_rows} / %(rows_per_ef)s))::int::text,
                   true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
 """
+
+
+#: Seed: the facts' graph sets the breadth (its episode arm takes 8 rows only).
+PLANNER_SETTINGS = _planner_settings(
+    "(SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass)")
+#: Fused: both graphs are searched for ``vector_top_k`` rows; the larger sets the breadth.
+FUSED_PLANNER_SETTINGS = _planner_settings(
+    "(SELECT max(reltuples) FROM pg_class WHERE oid IN ('facts'::regclass, "
+    "'events'::regclass))")
 
 #: The hard filters every fact arm applies before any score (docs/spec.md §4.1), minus the two that
 #: must be traced when they bite: open conflicts (``blocked``) and volatility (``excluded``).
@@ -43,6 +60,30 @@ FACT_SCOPE = """
     AND f.status = 'active'
     AND (f.valid_to IS NULL OR f.valid_to > now())
 """
+
+
+#: The packet's and the rules' columns of fact ``f`` (its id aside): what the packet, the trace
+#: and the per-candidate checks (open conflict, volatility horizon) need.
+FACT_COLUMNS = """
+    f.predicate,
+    f.value,
+    f.confidence,
+    f.valid_from,
+    f.source_event_ids,
+    f.volatility,
+    EXISTS (
+        SELECT 1 FROM conflict_sets AS c
+        WHERE c.project_id = f.project_id AND c.subject_id = f.subject_id
+          AND c.status = 'open' AND f.id = ANY (c.fact_ids)
+    ) AS conflict_open,
+    CASE f.volatility
+        WHEN 'stable' THEN false
+        ELSE coalesce(f.last_reinforced_at, f.valid_from, f.recorded_from)
+             + make_interval(secs => CASE f.volatility
+                   WHEN 'slow' THEN %(horizon_slow_seconds)s
+                   WHEN 'volatile' THEN %(horizon_volatile_seconds)s
+                   ELSE %(horizon_ephemeral_seconds)s END) < now()
+    END AS horizon_passed"""
 
 
 def score_components(tsquery: str) -> str:
@@ -62,26 +103,8 @@ def scored_fact_columns(tsquery: str) -> str:
     """
     return f"""
     f.id,
-    f.predicate,
-    f.value,
-    f.confidence,
-    f.valid_from,
-    f.source_event_ids,
-    f.volatility,
     {score_components(tsquery)},
-    EXISTS (
-        SELECT 1 FROM conflict_sets AS c
-        WHERE c.project_id = f.project_id AND c.subject_id = f.subject_id
-          AND c.status = 'open' AND f.id = ANY (c.fact_ids)
-    ) AS conflict_open,
-    CASE f.volatility
-        WHEN 'stable' THEN false
-        ELSE coalesce(f.last_reinforced_at, f.valid_from, f.recorded_from)
-             + make_interval(secs => CASE f.volatility
-                   WHEN 'slow' THEN %(horizon_slow_seconds)s
-                   WHEN 'volatile' THEN %(horizon_volatile_seconds)s
-                   ELSE %(horizon_ephemeral_seconds)s END) < now()
-    END AS horizon_passed
+    {FACT_COLUMNS}
 """
 
 
@@ -225,4 +248,118 @@ WITH nearest AS MATERIALIZED (
     LIMIT %(episode_top_k)s
 )
 SELECT * FROM nearest ORDER BY distance, id
+"""
+
+
+# --------------------------------------------------------------------------- fused ranking
+
+
+def excerpt_payload(alias: str) -> str:
+    """Event ``alias``'s payload as the packer needs it: a text payload cut to the excerpt's
+    length (a pasted log can be hundreds of KB; only ``excerpt_chars`` are ever served), any
+    other payload whole."""
+    return f"""CASE WHEN jsonb_typeof({alias}.payload -> 'text') = 'string'
+         THEN jsonb_build_object('text', left({alias}.payload ->> 'text', %(excerpt_chars)s))
+         ELSE {alias}.payload END"""
+
+
+#: Both arms over facts and events, in one statement; the fusion is ``fusion.py``'s.
+#: - terms: the question's lexemes as the 'simple' parser reads them (any user text is
+#:   accepted), stop words dropped, the longest ``max_terms`` kept;
+#: - vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE) and as many events
+#:   of the scope, each by its HNSW index (or an exact scan of a small scope), merged by
+#:   distance and ranked; the best ``vector_top_k`` of the merge stay;
+#: - text arm: ``haki_idf_search`` (0011), the BM25 idf of the query terms a row holds, over
+#:   the scope's active facts and events pooled, statistics kept on write, the best
+#:   ``text_top_k`` ranked;
+#: - each row of either arm once, with its ranks (NULL: that arm did not return it), its
+#:   distance (the recall floor gates text-arm rows too) and the columns its kind needs.
+#: An ablation sets an arm's switch to false, which the planner folds into a one-time filter.
+FUSED_CANDIDATES = f"""
+WITH terms AS (
+    SELECT array_agg(term) AS terms
+    FROM (
+        SELECT term
+        FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS term
+        WHERE char_length(term) > 1 AND NOT (term = ANY (%(stopwords)s))
+        ORDER BY char_length(term) DESC, term
+        LIMIT %(max_terms)s
+    ) AS kept
+),
+nearest_facts AS MATERIALIZED (
+    SELECT 'fact'::text AS item, f.id, f.embedding <=> %(query_vector)s AS distance
+    FROM facts AS f
+    WHERE %(use_vector_arm)s AND {FACT_SCOPE}
+    ORDER BY f.embedding <=> %(query_vector)s
+    LIMIT %(vector_top_k)s
+),
+nearest_events AS MATERIALIZED (
+    SELECT 'event'::text AS item, e.id, e.embedding <=> %(query_vector)s AS distance
+    FROM events AS e
+    WHERE %(use_vector_arm)s AND %(use_episodes)s
+      AND e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
+    ORDER BY e.embedding <=> %(query_vector)s
+    LIMIT %(vector_top_k)s
+),
+vector_arm AS (
+    SELECT item, id, row_number() OVER (ORDER BY distance, id) AS vector_rank
+    FROM (SELECT * FROM nearest_facts UNION ALL SELECT * FROM nearest_events) AS nearest
+    ORDER BY distance, id
+    LIMIT %(vector_top_k)s
+),
+text_arm AS (
+    SELECT hit.item, hit.id, hit.score AS text_score,
+           row_number() OVER (ORDER BY hit.score DESC, hit.id) AS text_arm_rank
+    FROM terms
+    CROSS JOIN LATERAL haki_idf_search(
+        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_term_cap)s, %(text_top_k)s)
+        AS hit
+    WHERE %(use_text_arm)s
+),
+arms AS (
+    SELECT item, id, v.vector_rank, t.text_arm_rank, t.text_score
+    FROM vector_arm AS v
+    FULL JOIN text_arm AS t USING (item, id)
+)
+SELECT a.item, a.id, a.vector_rank, a.text_arm_rank, a.text_score AS text_rank,
+       (CASE a.item WHEN 'fact' THEN f.embedding ELSE e.embedding END
+        <=> %(query_vector)s)::float8 AS distance,
+       {FACT_COLUMNS},
+       e.kind, {excerpt_payload("e")} AS payload, e.occurred_at
+FROM arms AS a
+LEFT JOIN facts AS f ON a.item = 'fact' AND f.id = a.id
+LEFT JOIN events AS e ON a.item = 'event' AND e.id = a.id
+"""
+
+#: The ``neighbour_span`` events before and after each source episode (same scope, in
+#: ``occurred_at`` order, ties by id; ``events_scope_idx``), with their offset in turns
+#: (negative: before). A neighbour that is already a candidate comes without its payload.
+NEIGHBOURS = f"""
+SELECT source.id AS source_id, near.step, near.id, near.kind,
+       CASE WHEN near.id = ANY (%(candidate_ids)s::uuid[]) THEN NULL
+            ELSE {excerpt_payload("near")} END AS payload,
+       near.occurred_at, (near.embedding <=> %(query_vector)s)::float8 AS distance
+FROM events AS source
+CROSS JOIN LATERAL (
+    SELECT earlier.*, -row_number() OVER (ORDER BY earlier.occurred_at DESC, earlier.id DESC)
+           AS step
+    FROM (SELECT e.id, e.kind, e.payload, e.occurred_at, e.embedding
+          FROM events AS e
+          WHERE e.project_id = source.project_id AND e.subject_id = source.subject_id
+            AND e.occurred_at <= source.occurred_at
+            AND (e.occurred_at < source.occurred_at OR e.id < source.id)
+          ORDER BY e.occurred_at DESC, e.id DESC
+          LIMIT %(neighbour_span)s) AS earlier
+    UNION ALL
+    SELECT later.*, row_number() OVER (ORDER BY later.occurred_at, later.id)
+    FROM (SELECT e.id, e.kind, e.payload, e.occurred_at, e.embedding
+          FROM events AS e
+          WHERE e.project_id = source.project_id AND e.subject_id = source.subject_id
+            AND e.occurred_at >= source.occurred_at
+            AND (e.occurred_at > source.occurred_at OR e.id > source.id)
+          ORDER BY e.occurred_at, e.id
+          LIMIT %(neighbour_span)s) AS later
+) AS near
+WHERE source.id = ANY (%(source_ids)s::uuid[])
+  AND source.project_id = %(project_id)s AND source.subject_id = %(subject_id)s
 """

@@ -37,14 +37,16 @@ WITH call AS (
 )
 INSERT INTO context_traces (
     trace_id, ordinal, project_id, subject_id, fact_id, event_id, action, reason_code,
-    rank, score, similarity, text_rank, recency, tokens, unconfirmed)
+    rank, score, similarity, text_rank, recency, tokens, unconfirmed,
+    vector_rank, text_arm_rank, expanded_from)
 SELECT call.trace_id, d.ordinal, call.project_id, call.subject_id, d.fact_id, d.event_id,
        d.action, d.reason_code, d.rank, d.score, d.similarity, d.text_rank, d.recency,
-       d.tokens, d.unconfirmed
+       d.tokens, d.unconfirmed, d.vector_rank, d.text_arm_rank, d.expanded_from
 FROM call
 CROSS JOIN jsonb_to_recordset(%(decisions)s) AS d(
     ordinal int, fact_id uuid, event_id uuid, action text, reason_code text, rank int,
-    score real, similarity real, text_rank real, recency real, tokens int, unconfirmed bool)
+    score real, similarity real, text_rank real, recency real, tokens int, unconfirmed bool,
+    vector_rank int, text_arm_rank int, expanded_from uuid)
 """
 
 SELECT_CALL = """
@@ -56,7 +58,7 @@ WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %
 
 SELECT_DECISIONS = """
 SELECT ordinal, fact_id, event_id, action, reason_code, rank, score, similarity, text_rank,
-       recency, tokens, unconfirmed
+       recency, tokens, unconfirmed, vector_rank, text_arm_rank, expanded_from
 FROM context_traces
 WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %(subject_id)s
 ORDER BY ordinal
@@ -148,7 +150,7 @@ def load_trace(
     answer never tells whether another tenant's trace exists.
     """
     params = {"trace_id": trace_id, "project_id": project_id, "subject_id": subject_id}
-    with db.transaction(project_id) as conn, conn.pipeline():
+    with db.transaction(project_id, pipeline=True) as conn:
         call_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_CALL, params)
         decision_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_DECISIONS, params)
     call = call_cursor.fetchone()

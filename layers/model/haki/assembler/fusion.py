@@ -1,0 +1,89 @@
+"""The fused ranking's scores — pure functions, no database.
+
+One candidate list holds facts and episodes. Each arm (vector: cosine over facts and events
+merged; text: the BM25 idf of the query terms a row holds, over both pooled) ranks what it
+returned; the fused score is a weighted reciprocal-rank fusion of those ranks, so the arms'
+incomparable scales (e5 cosines packed in ~[0.7, 0.95], unbounded idf sums) never meet. Then
+the best episodes pass a share of their score to their neighbouring turns, which may not have
+been candidates at all.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from uuid import UUID
+
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
+from haki.assembler.config import RetrievalConfig
+
+
+@dataclass(frozen=True, slots=True)
+class ArmHit:
+    """A candidate as the arms returned it: the row and its rank in each arm (1 = best)."""
+
+    item: FactCandidate | EpisodeCandidate
+    vector_rank: int | None
+    text_arm_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NeighbourLink:
+    """Event ``neighbour_id`` is ``offset`` turns from candidate episode ``source_id``
+    (negative: before it). ``episode`` is the neighbour's row when it was not a candidate."""
+
+    source_id: UUID
+    offset: int
+    neighbour_id: UUID
+    episode: EpisodeCandidate | None
+
+
+def rrf_score(vector_rank: int | None, text_arm_rank: int | None,
+              config: RetrievalConfig) -> float:
+    """Σ over the arms that returned the row of weight / (rrf_k + rank)."""
+    score = 0.0
+    if vector_rank is not None:
+        score += config.rrf_weight_vector / (config.rrf_k + vector_rank)
+    if text_arm_rank is not None:
+        score += config.rrf_weight_text / (config.rrf_k + text_arm_rank)
+    return score
+
+
+def _ordered(ranked: list[Ranked]) -> list[Ranked]:
+    """Best first; ties by id, so an order is reproducible."""
+    return sorted(ranked, key=lambda r: (-r.score, r.id))
+
+
+def fuse(hits: Sequence[ArmHit], config: RetrievalConfig) -> list[Ranked]:
+    """The candidates with their fused scores, best first."""
+    return _ordered([Ranked(h.item, h.vector_rank, h.text_arm_rank,
+                            rrf_score(h.vector_rank, h.text_arm_rank, config))
+                     for h in hits])
+
+
+def neighbour_sources(fused: Sequence[Ranked], config: RetrievalConfig) -> list[UUID]:
+    """The episodes whose neighbours get a share: the ``neighbour_sources`` best episode
+    candidates, leaving out those the recall floor will exclude (an irrelevant turn lends no
+    relevance to the turns around it)."""
+    floor = config.recall_max_distance
+    return [r.id for r in fused
+            if isinstance(r.item, EpisodeCandidate)
+            and not (floor > 0 and r.item.distance > floor)][:config.neighbour_sources]
+
+
+def propagate(fused: Sequence[Ranked], links: Sequence[NeighbourLink],
+              config: RetrievalConfig) -> list[Ranked]:
+    """Each neighbour gets ``neighbour_share`` × its source's fused score / |offset| (the
+    largest over its sources, computed from the fused scores before any propagation) on top
+    of its own score (0 when it was not a candidate), and records that source. The result is
+    the candidates plus the new neighbours, best first."""
+    base = {r.id: r.score for r in fused}
+    bonus: dict[UUID, tuple[float, UUID, EpisodeCandidate | None]] = {}
+    for link in links:
+        share = config.neighbour_share * base[link.source_id] / abs(link.offset)
+        if share > bonus.get(link.neighbour_id, (0.0, link.source_id, None))[0]:
+            bonus[link.neighbour_id] = (share, link.source_id, link.episode)
+    ranked = [replace(r, score=r.score + bonus[r.id][0], expanded_from=bonus[r.id][1])
+              if r.id in bonus else r for r in fused]
+    ranked.extend(Ranked(episode, None, None, share, expanded_from=source)
+                  for neighbour_id, (share, source, episode) in bonus.items()
+                  if neighbour_id not in base and episode is not None)
+    return _ordered(ranked)

@@ -1,0 +1,118 @@
+"""The fused ranking's scores without a database: reciprocal-rank fusion of the two arms, one
+list of facts and episodes, and the neighbour share of the best episodes."""
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from uuid import uuid4
+
+import pytest
+
+from haki.assembler import DEFAULT_CONFIG
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate
+from haki.assembler.fusion import (
+    ArmHit,
+    NeighbourLink,
+    fuse,
+    neighbour_sources,
+    propagate,
+    rrf_score,
+)
+
+CONFIG = DEFAULT_CONFIG
+
+
+def fact(distance: float = 0.1) -> FactCandidate:
+    return FactCandidate(
+        id=uuid4(), predicate="note", value="v", confidence=None, valid_from=None,
+        source_event_ids=[], volatility="stable", distance=distance, text_rank=None,
+        recency=None, conflict_open=False, horizon_passed=False, score=None)
+
+
+def episode(distance: float = 0.1) -> EpisodeCandidate:
+    return EpisodeCandidate(id=uuid4(), kind="conversation.message", payload={"text": "t"},
+                            occurred_at=datetime(2026, 1, 1, tzinfo=UTC), distance=distance)
+
+
+def test_rrf_weights_each_arm_by_its_rank() -> None:
+    k, wv, wt = CONFIG.rrf_k, CONFIG.rrf_weight_vector, CONFIG.rrf_weight_text
+    assert rrf_score(1, 3, CONFIG) == pytest.approx(wv / (k + 1) + wt / (k + 3))
+    assert rrf_score(None, 2, CONFIG) == pytest.approx(wt / (k + 2))
+    assert rrf_score(None, None, CONFIG) == 0.0
+    # The vector arm counts double: its 1st beats the text arm's 1st.
+    assert rrf_score(1, None, CONFIG) > rrf_score(None, 1, CONFIG)
+    even = replace(CONFIG, rrf_weight_vector=1.0)
+    assert rrf_score(1, None, even) == rrf_score(None, 1, even)
+
+
+def test_one_list_of_facts_and_episodes_by_fused_score() -> None:
+    f1, e1, f2, e2 = fact(), episode(), fact(), episode()
+    hits = [ArmHit(f1, 3, None), ArmHit(e1, 1, 5), ArmHit(f2, None, 1), ArmHit(e2, 2, None)]
+    ranked = fuse(hits, CONFIG)
+    # e1 (both arms) > e2 (vector 2nd) > f1 (vector 3rd) > f2 (text 1st only, weight 1).
+    assert [r.id for r in ranked] == [e1.id, e2.id, f1.id, f2.id]
+    assert ranked[0].score == pytest.approx(rrf_score(1, 5, CONFIG))
+    assert (ranked[0].vector_rank, ranked[0].text_arm_rank) == (1, 5)
+
+
+def test_equal_scores_are_ordered_by_id() -> None:
+    a, b = episode(), episode()
+    ranked = fuse([ArmHit(a, None, 4), ArmHit(b, None, 4)], CONFIG)
+    assert [r.id for r in ranked] == sorted([a.id, b.id])
+
+
+def test_sources_are_the_best_episodes_passing_the_floor() -> None:
+    near, far, f = episode(0.1), episode(0.9), fact()
+    ranked = fuse([ArmHit(far, 1, None), ArmHit(f, 2, None), ArmHit(near, 3, None)], CONFIG)
+    assert neighbour_sources(ranked, CONFIG) == [far.id, near.id]
+    floored = replace(CONFIG, recall_max_distance=0.5)
+    assert neighbour_sources(ranked, floored) == [near.id]
+    assert neighbour_sources(ranked, replace(CONFIG, neighbour_sources=1)) == [far.id]
+
+
+def test_neighbours_get_a_share_of_their_source_by_distance() -> None:
+    source, candidate = episode(), episode()
+    before, two_after = episode(), episode()
+    ranked = fuse([ArmHit(source, 1, None), ArmHit(candidate, 20, None)], CONFIG)
+    base = {r.id: r.score for r in ranked}
+    links = [NeighbourLink(source.id, -1, before.id, before),
+             NeighbourLink(source.id, 1, candidate.id, None),
+             NeighbourLink(source.id, 2, two_after.id, two_after)]
+    result = {r.id: r for r in propagate(ranked, links, CONFIG)}
+    share = CONFIG.neighbour_share * base[source.id]
+    assert result[before.id].score == pytest.approx(share)
+    assert result[two_after.id].score == pytest.approx(share / 2)
+    # A candidate neighbour keeps its own score and adds the share.
+    assert result[candidate.id].score == pytest.approx(base[candidate.id] + share)
+    assert result[candidate.id].vector_rank == 20
+    for neighbour in (before.id, two_after.id, candidate.id):
+        assert result[neighbour].expanded_from == source.id
+    assert result[before.id].neighbour_only and not result[candidate.id].neighbour_only
+    assert result[source.id].score == base[source.id]
+    assert result[source.id].expanded_from is None
+
+
+def test_a_neighbour_takes_its_best_source_and_shares_do_not_chain() -> None:
+    strong, weak, between = episode(), episode(), episode()
+    ranked = fuse([ArmHit(strong, 1, None), ArmHit(weak, 30, None)], CONFIG)
+    base = {r.id: r.score for r in ranked}
+    links = [NeighbourLink(weak.id, 1, between.id, between),
+             NeighbourLink(strong.id, -1, between.id, between),
+             # strong is weak's neighbour too: its share comes from weak's own score only.
+             NeighbourLink(weak.id, 2, strong.id, None)]
+    result = {r.id: r for r in propagate(ranked, links, CONFIG)}
+    assert result[between.id].expanded_from == strong.id
+    assert result[between.id].score == pytest.approx(CONFIG.neighbour_share * base[strong.id])
+    assert result[strong.id].score == pytest.approx(
+        base[strong.id] + CONFIG.neighbour_share * base[weak.id] / 2)
+
+
+def test_propagation_returns_the_list_best_first() -> None:
+    source = episode()
+    others = [episode() for _ in range(3)]
+    ranked = fuse([ArmHit(source, 1, None)] + [ArmHit(e, 40 + i, None)
+                                                for i, e in enumerate(others)], CONFIG)
+    neighbour = episode()
+    result = propagate(ranked, [NeighbourLink(source.id, 1, neighbour.id, neighbour)], CONFIG)
+    scores = [r.score for r in result]
+    assert scores == sorted(scores, reverse=True) and len(result) == 5
+    assert result[0].id == source.id
