@@ -78,7 +78,8 @@ def test_the_api_lists_and_explains_calls(haki_server: Server, calls: dict[str, 
                   f"&subject_id={DEMO_SUBJECT}", haki_server.key).json()
     assert body["trace"] == inspect
     assert body["rendered"].startswith("<haki_memory>")
-    assert set(body["weights"]) == {"similarity", "text_rank", "recency"}
+    assert body["ranking"]["preset"] in ("fused", "seed")
+    assert set(body["ranking"]["weights"]) == {"similarity", "text_rank", "recency"}
     ids = {d["fact_id"] or d["event_id"] for d in inspect["decisions"]}
     assert set(body["texts"]) == ids
     assert {d["reason_code"] for d in inspect["decisions"]} >= {"conflict_open", "over_budget"}

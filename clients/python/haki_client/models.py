@@ -109,6 +109,12 @@ class TraceDecision(_Response):
     recency: float | None
     tokens: int | None
     unconfirmed: bool = False
+    #: Fused ranking: the row's rank in the vector arm and in the text arm (None: that arm did
+    #: not return it; both None: an episode brought in as a neighbour), and the episode whose
+    #: neighbour share raised its score. ``score`` is then the fused score.
+    vector_rank: int | None = None
+    text_arm_rank: int | None = None
+    expanded_from: UUID | None = None
 
 
 class InspectResponse(_Response):

@@ -232,6 +232,8 @@ export interface components {
             action: "included" | "excluded" | "blocked";
             /** Event Id */
             event_id: string | null;
+            /** Expanded From */
+            expanded_from?: string | null;
             /** Fact Id */
             fact_id: string | null;
             /** Ordinal */
@@ -246,6 +248,8 @@ export interface components {
             score: number | null;
             /** Similarity */
             similarity: number | null;
+            /** Text Arm Rank */
+            text_arm_rank?: number | null;
             /** Text Rank */
             text_rank: number | null;
             /** Tokens */
@@ -255,6 +259,8 @@ export interface components {
              * @default false
              */
             unconfirmed: boolean;
+            /** Vector Rank */
+            vector_rank?: number | null;
         };
     };
     responses: never;

@@ -70,10 +70,14 @@ class Console:
         self._db = db
         self._lock = threading.Lock()
         config = RetrievalConfig.from_settings(settings)
-        # The hybrid formula's weights: the page draws a score as their stacked components
-        # when they add up to it, else each component on its own bar.
-        self._weights = {"similarity": config.weight_similarity, "text_rank": config.weight_text,
-                         "recency": config.weight_recency}
+        # How scores are made, for the page to draw each as its stacked components: the fused
+        # list's reciprocal-rank fusion, the seed formula's weights.
+        self._ranking = {
+            "preset": config.ranking, "rrf_k": config.rrf_k,
+            "rrf_weight_vector": config.rrf_weight_vector,
+            "rrf_weight_text": config.rrf_weight_text,
+            "weights": {"similarity": config.weight_similarity,
+                        "text_rank": config.weight_text, "recency": config.weight_recency}}
 
     def handle(self, method: str, target: str,
                headers: Mapping[str, str]) -> Reply | None:
@@ -152,7 +156,7 @@ class Console:
             db, project_id=project_id, subject_id=subject_id,
             fact_ids=[d.fact_id for d in trace.decisions if d.fact_id is not None],
             event_ids=[d.event_id for d in trace.decisions if d.event_id is not None])
-        return {"project_id": project_id, "weights": self._weights,
+        return {"project_id": project_id, "ranking": self._ranking,
                 "trace": trace.model_dump(mode="json"),
                 "rendered": render_packet(trace.packet),
                 "texts": {str(k): v for k, v in texts.items()}}

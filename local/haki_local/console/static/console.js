@@ -97,41 +97,61 @@ function showCalls(calls, selected) {
 
 // ------------------------------------------------------------------ one call
 
-function segment(kind, value, label) {
+function segment(kind, value, scale, label) {
   return el("span", {
-    class: `seg ${kind}`, style: { width: `${Math.max(0, Math.min(1, value)) * 100}%` },
-    title: `${label}: ${value.toFixed(3)}`,
+    class: `seg ${kind}`, style: { width: `${Math.max(0, Math.min(1, value / scale)) * 100}%` },
+    title: `${label}: ${value.toFixed(4)}`,
   });
 }
 
-/** The score as a stacked bar of its weighted components when they add up to it (the
- * hybrid formula); otherwise (another ranking) one thin bar per raw component. */
-function scoreBar(decision, weights) {
-  if (decision.score === null) return el("span", { class: "score-value", text: "not scored" });
-  const label = el("span", { class: "score-value", text: `score ${number(decision.score)}` });
-  if (decision.fact_id === null) {
-    const value = decision.similarity ?? decision.score;
-    return el("div", {}, el("div", { class: "bar" },
-      segment("sim", value, "similarity (episodes are ranked by it alone)")), label);
+/** Whether a trace was ranked by the fused list (each row carries its arms' ranks). */
+const isFused = (trace) => trace.decisions.some(
+  (d) => d.vector_rank != null || d.text_arm_rank != null || d.expanded_from != null);
+
+/** A score's components, each as [css kind, value, label], adding up to the score:
+ * - fused: vector arm w_v / (k + rank), text arm w_t / (k + rank), neighbour share (the rest);
+ * - seed, facts: the weighted similarity, text rank and recency; episodes: similarity alone.
+ * `null` when they do not add up (the trace was ranked under another configuration). */
+function components(decision, ranking, fused) {
+  if (decision.score === null) return null;
+  let parts;
+  if (fused) {
+    const arm = (weight, rank) => (rank == null ? 0 : weight / (ranking.rrf_k + rank));
+    const vector = arm(ranking.rrf_weight_vector, decision.vector_rank);
+    const text = arm(ranking.rrf_weight_text, decision.text_arm_rank);
+    parts = [["sim", vector, `vector arm (rank ${decision.vector_rank ?? "—"})`],
+      ["text", text, `text arm (rank ${decision.text_arm_rank ?? "—"})`],
+      ["rec", Math.max(0, decision.score - vector - text), "neighbour share"]];
+  } else if (decision.fact_id === null) {
+    parts = [["sim", decision.similarity ?? decision.score, "similarity"]];
+  } else {
+    const w = ranking.weights;
+    parts = [["sim", w.similarity * (decision.similarity ?? 0), `${w.similarity} × similarity`],
+      ["text", w.text_rank * (decision.text_rank ?? 0), `${w.text_rank} × text rank`],
+      ["rec", w.recency * (decision.recency ?? 0), `${w.recency} × recency`]];
   }
-  const parts = [["sim", weights.similarity, decision.similarity ?? 0, "similarity"],
-    ["text", weights.text_rank, decision.text_rank ?? 0, "text rank"],
-    ["rec", weights.recency, decision.recency ?? 0, "recency"]];
-  const sum = parts.reduce((total, [, weight, value]) => total + weight * value, 0);
-  if (Math.abs(sum - decision.score) <= 0.005) {
-    const bar = el("div", { class: "bar" });
-    for (const [kind, weight, value, name] of parts) bar.append(segment(kind, weight * value, `${weight} × ${name}`));
-    return el("div", {}, bar, label);
-  }
-  const bars = el("div", { class: "bars" });
-  for (const [kind, , value, name] of parts) {
-    bars.append(el("div", { class: "bar thin" }, segment(kind, value, name)));
-  }
-  return el("div", {}, bars, label);
+  const sum = parts.reduce((total, [, value]) => total + value, 0);
+  return Math.abs(sum - decision.score) <= 0.005 * Math.max(1, decision.score) ? parts : null;
 }
 
-/** Phases of the packer: ranked facts, multi-hop facts, episodes (each ranked from 1). */
-function phaseOf(decision, previous) {
+/** The score as a bar of its stacked components; `scale` is the full-width score. */
+function scoreBar(decision, ranking, fused, scale) {
+  if (decision.score === null) return el("span", { class: "score-value", text: "not scored" });
+  const label = el("span", { class: "score-value", text: `score ${number(decision.score, 4)}` });
+  const parts = components(decision, ranking, fused);
+  if (parts === null) {
+    return el("div", {}, el("div", { class: "bar" },
+      segment("other", decision.score, scale, "score (components of another ranking)")), label);
+  }
+  const bar = el("div", { class: "bar" });
+  for (const [kind, value, name] of parts) if (value > 0) bar.append(segment(kind, value, scale, name));
+  return el("div", {}, bar, label);
+}
+
+/** Phases of the seed packer: ranked facts, multi-hop facts, episodes (each ranked from 1);
+ * the fused list is one phase. */
+function phaseOf(decision, previous, fused) {
+  if (fused) return "fused";
   if (decision.event_id !== null) return "episodes";
   if (decision.reason_code === "multi_hop_expansion") return "multi-hop";
   if (previous && previous.phase !== "facts") return previous.phase;
@@ -142,13 +162,28 @@ function phaseOf(decision, previous) {
 }
 
 const PHASE_TITLES = {
+  fused: "Facts and episodes, one list ranked by the fused score (reciprocal-rank fusion)",
   facts: "Facts, ranked by hybrid score",
   "multi-hop": "Multi-hop facts (entities shared with the facts included)",
   episodes: "Episodes, ranked by similarity",
 };
 
+function legend(ranking, fused) {
+  const item = (kind, text) => el("span", {}, el("span", { class: `swatch ${kind}` }), text);
+  if (fused) {
+    return [item("sim", `vector arm: ${ranking.rrf_weight_vector} / (${ranking.rrf_k} + rank)`),
+      item("text", `text arm: ${ranking.rrf_weight_text} / (${ranking.rrf_k} + rank)`),
+      item("rec", "neighbour share (from the episode it follows or precedes)"),
+      el("span", { text: "full width = the best score of this call" })];
+  }
+  const w = ranking.weights;
+  return [item("sim", `${w.similarity} × similarity`), item("text", `${w.text_rank} × text rank`),
+    item("rec", `${w.recency} × recency`), el("span", { text: "full width = score 1.0" })];
+}
+
 function showCall(data) {
-  const { trace, weights, texts, rendered } = data;
+  const { trace, ranking, texts, rendered } = data;
+  const fused = isFused(trace);
   $("#detail").hidden = false;
   $("#trace-id").textContent = trace.trace_id;
 
@@ -156,6 +191,7 @@ function showCall(data) {
   meta.replaceChildren();
   for (const [name, value] of [["subject", trace.subject_id], ["query", trace.query],
     ["purpose", trace.purpose ?? "— (none given)"], ["at", trace.created_at],
+    ["ranking", fused ? "fused" : "seed"],
     ["status", `${trace.packet.status}${trace.packet.empty_reason ? ` (${trace.packet.empty_reason})` : ""}`]]) {
     meta.append(el("dt", { text: name }), el("dd", { text: value }));
   }
@@ -172,12 +208,18 @@ function showCall(data) {
   pre.textContent = rendered || "(an empty packet: nothing is injected)";
   pre.classList.toggle("empty", !rendered);
 
-  $("#legend").replaceChildren(
-    el("span", {}, el("span", { class: "swatch sim" }), `${weights.similarity} × similarity`),
-    el("span", {}, el("span", { class: "swatch text" }), `${weights.text_rank} × text rank`),
-    el("span", {}, el("span", { class: "swatch rec" }), `${weights.recency} × recency`),
-    el("span", { text: "bar length = score (1.0 = full width)" }));
+  $("#legend").replaceChildren(...legend(ranking, fused));
+  const columns = fused
+    ? [["similarity", (d) => number(d.similarity)], ["vector rank", (d) => d.vector_rank ?? "—"],
+       ["text rank", (d) => d.text_arm_rank ?? "—"]]
+    : [["similarity", (d) => number(d.similarity)], ["text rank", (d) => number(d.text_rank)],
+       ["recency", (d) => number(d.recency)]];
+  $("#decisions thead").replaceChildren(el("tr", {},
+    ...["Rank", "Candidate", "Decision", "Score"].map((name, i) => el("th", { class: i === 0 ? "num" : "", text: name })),
+    ...columns.map(([name]) => el("th", { class: "num", text: name })),
+    el("th", { class: "num", text: "tokens" }), el("th", { class: "num", text: "packed" })));
 
+  const scale = fused ? Math.max(1e-9, ...trace.decisions.map((d) => d.score ?? 0)) : 1;
   const body = $("#decisions tbody");
   body.replaceChildren();
   let packed = 0;
@@ -185,7 +227,7 @@ function showCall(data) {
   let budgetLineDrawn = false;
   const budgetLine = (text) => el("tr", { class: "budget-line" }, el("td", { colspan: "9", text }));
   for (const decision of trace.decisions) {
-    const phase = phaseOf(decision, previous);
+    const phase = phaseOf(decision, previous, fused);
     if (!previous || phase !== previous.phase) {
       body.append(el("tr", { class: "phase" }, el("td", { colspan: "9", text: PHASE_TITLES[phase] })));
     }
@@ -200,19 +242,20 @@ function showCall(data) {
     const reason = decision.reason_code === "over_budget"
       ? `needs ${decision.tokens} tokens, ${left} left`
       : REASONS[decision.reason_code] ?? "";
+    const note = [decision.fact_id ? "fact" : "episode", id.slice(0, 8),
+      decision.unconfirmed ? "unconfirmed" : null,
+      decision.expanded_from ? `next to ${decision.expanded_from.slice(0, 8)}` : null].filter(Boolean);
     body.append(el("tr", { class: `decision ${decision.action}`, "data-action": decision.action },
       el("td", { class: "num", text: decision.rank ?? "—" }),
       el("td", { class: "candidate" },
         el("span", { class: "label", text: texts[id] ?? "(erased since)" }),
-        el("span", { class: "id", text: `${decision.fact_id ? "fact" : "episode"} ${id.slice(0, 8)}${decision.unconfirmed ? " · unconfirmed" : ""}` })),
+        el("span", { class: "id", text: note.join(" · ") })),
       el("td", { class: "decision" },
         el("span", { class: `badge ${decision.action}`, text: decision.action }),
         el("span", { class: "reason", text: decision.reason_code, title: reason }),
         decision.action === "included" ? null : el("span", { class: "reason", text: reason })),
-      el("td", { class: "score" }, scoreBar(decision, weights)),
-      el("td", { class: "num", text: number(decision.similarity) }),
-      el("td", { class: "num", text: number(decision.text_rank) }),
-      el("td", { class: "num", text: number(decision.recency) }),
+      el("td", { class: "score" }, scoreBar(decision, ranking, fused, scale)),
+      ...columns.map(([, value]) => el("td", { class: "num", text: value(decision) })),
       el("td", { class: "num", text: decision.tokens ?? "—" }),
       el("td", { class: "num", text: decision.action === "included" ? String(packed) : "" })));
     previous = { phase, rank: decision.rank };
