@@ -51,6 +51,7 @@ from haki.models import (
     SCOPE_MAX_CHARS,
     ContextPacket,
     ContextRequest,
+    InspectResponse,
     MemoryDocument,
 )
 from haki.settings import Settings
@@ -197,13 +198,18 @@ class Evaluator:
                 result.episodes_served, result.response.trace_id))
         return outcomes
 
+    def _trace(self, outcome: Outcome) -> InspectResponse:
+        """The call's trace, read as its project's tenant."""
+        q = outcome.query
+        with acting_for(self.keys[q.project_id]):
+            return load_trace(self.db, project_id=q.project_id, subject_id=q.subject_id,
+                              trace_id=outcome.trace_id)
+
     def gold_ranks(self, outcome: Outcome) -> list[int | None]:
         """The rank of each expected item in the candidate list the call's trace records
         (None: never a candidate), expected facts first."""
         o = outcome
-        inspected = load_trace(self.db, project_id=o.query.project_id,
-                               subject_id=o.query.subject_id, trace_id=o.trace_id)
-        ranks = {d.fact_id or d.event_id: d.rank for d in inspected.decisions}
+        ranks = {d.fact_id or d.event_id: d.rank for d in self._trace(o).decisions}
         return [ranks.get(i) for i in (*o.query.expected_fact_ids, *o.query.expected_event_ids)]
 
     def candidate_distances(self, outcomes: Sequence[Outcome]) -> list[tuple[float, bool]]:
@@ -217,10 +223,7 @@ class Evaluator:
             if not o.query.expected:
                 continue
             expected = {*o.query.expected_fact_ids, *o.query.expected_event_ids}
-            with acting_for(self.keys[o.query.project_id]):
-                inspected = load_trace(self.db, project_id=o.query.project_id,
-                                       subject_id=o.query.subject_id, trace_id=o.trace_id)
-            for d in inspected.decisions:
+            for d in self._trace(o).decisions:
                 if d.similarity is None or d.reason_code in _EXPANSION_REASONS:
                     continue
                 item = d.fact_id or d.event_id

@@ -171,6 +171,7 @@ class Database:
         """The live connection, (re)opened when missing, closed or broken."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = self._open()
+            self._last_used = time.monotonic()  # just opened: nothing to probe
         return self._conn
 
     def _probed_connection(self) -> psycopg.Connection:
