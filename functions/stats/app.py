@@ -10,10 +10,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki import stats
 from haki.db import Role
+from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
-from haki_aws.observability import api_entry, log_scope, logger, scheduled_entry, traced
+from haki_aws.observability import (
+    api_entry,
+    log_scope,
+    logger,
+    record_partitions,
+    scheduled_entry,
+    traced,
+)
 from haki_aws.params import OptionalScopeQuery, ScopeQuery
 
 app = gateway.api_resolver()
@@ -41,13 +49,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 @scheduled_entry
 def aggregate_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Roll calls up to the watermark; the scheduled event's content is not used."""
+    """Roll calls up to the watermark, then maintain the day partitions of calls and traces
+    (ahead, and retention: ``HAKI_TRACE_RETENTION_DAYS``); the event's content is not used."""
     result = stats.aggregate(stats_db)
+    partitions = stats.maintain_partitions(
+        stats_db, retention_days=get_settings().trace_retention_days)
     summary = {
         "rolled_from": result.rolled_from.isoformat(),
         "rolled_until": result.rolled_until.isoformat(),
         "rollup_rows": result.rollup_rows,
         "calls": result.calls,
+        "partitions_created": partitions.partitions_created,
+        "partitions_dropped": partitions.partitions_dropped,
+        "default_partition_rows": partitions.default_rows,
     }
+    record_partitions(partitions.partitions_created, partitions.partitions_dropped,
+                      partitions.default_rows)
     logger.info("stats aggregated", extra=summary)
     return summary

@@ -62,6 +62,10 @@ class Settings(BaseModel):
     #: it the call fails fast with 503 ``service_unavailable`` instead of holding a
     #: connection until the function times out. 0 keeps the server's setting.
     statement_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
+    #: ``HAKI_TRACE_RETENTION_DAYS``: context calls and their traces are kept this many days
+    #: (whole day partitions dropped by the scheduled job, haki/stats/partitions.py); inspect
+    #: of an older trace is 404 ``trace_not_found``; the stats rollups are kept.
+    trace_retention_days: int = Field(default=30, ge=1, le=36_500)
     #: ``HAKI_RANKING``: the assembler's ranking preset (``haki.assembler.config.PRESETS``):
     #: ``fused`` (default) or ``seed``, the design page's formula kept for comparison.
     ranking: Literal["fused", "seed"] = "fused"
