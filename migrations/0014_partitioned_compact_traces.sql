@@ -130,7 +130,7 @@ CROSS JOIN LATERAL unnest(t.ordinals, t.fact_ids, t.event_ids, t.actions, t.reas
 GRANT SELECT ON context_trace_decisions TO haki_app;
 
 -- 5. Maintenance: partitions for the days from p_from_day (default today, UTC) to p_ahead days
---    ahead; partitions whose day ended more than p_retention_days ago AND that the stats
+--    past the later of today and p_from_day; partitions whose day ended more than p_retention_days ago AND that the stats
 --    rollup has already folded (upper bound <= stats_watermark.rolled_until) are DETACHed and
 --    DROPped whole, never emptied row by row. One transaction-level advisory lock serialises
 --    concurrent runs (the second waits, then finds nothing left to do): idempotent. A day
@@ -160,7 +160,8 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('haki_trace_partitions'));
 
-    FOR v_day IN SELECT generate_series(coalesce(p_from_day, v_today), v_today + p_ahead,
+    FOR v_day IN SELECT generate_series(coalesce(p_from_day, v_today),
+                                        greatest(v_today, p_from_day) + p_ahead,
                                         interval '1 day')::date
     LOOP
         v_lo := (v_day::timestamp AT TIME ZONE 'UTC');

@@ -96,10 +96,11 @@ ORDER BY ordinal
 """
 
 
-def new_trace_id() -> UUID:
-    """A UUIDv7 (RFC 9562): 48 bits of Unix time in ms, version, 74 random bits. Time-ordered
-    (the primary key's B-tree appends) and it tells inspect which day partition to read."""
-    ms = time.time_ns() // 1_000_000
+def new_trace_id(at: datetime | None = None) -> UUID:
+    """A UUIDv7 (RFC 9562): 48 bits of Unix time in ms (now, or ``at``), version, 74 random
+    bits. Time-ordered (the primary key's B-tree appends) and it tells inspect which day
+    partition to read."""
+    ms = time.time_ns() // 1_000_000 if at is None else int(at.timestamp() * 1000)
     rand = int.from_bytes(os.urandom(10), "big")
     value = ((ms & (1 << 48) - 1) << 80 | 0x7 << 76 | (rand >> 62 & 0xFFF) << 64
              | 0b10 << 62 | rand & (1 << 62) - 1)
