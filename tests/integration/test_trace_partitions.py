@@ -207,3 +207,22 @@ def test_trace_codes_match_the_models() -> None:
     from haki.models import TraceAction
 
     assert list(get_args(TraceAction)) == ["included", "excluded", "blocked"]
+
+
+def test_inspect_by_id_reads_only_the_partitions_of_the_ids_day(
+    owner: psycopg.Connection,
+) -> None:
+    from haki.assembler.trace import SELECT_CALL, SELECT_DECISIONS, trace_time_bounds
+
+    _days_back(owner, 30)
+    trace_id = _call(owner, "p1", TODAY - timedelta(days=3))
+    lo, hi = trace_time_bounds(trace_id)
+    params = {"trace_id": trace_id, "project_id": "p1", "subject_id": "s", "from": lo,
+              "until": hi}
+    for statement, table in ((SELECT_CALL, "context_calls"),
+                             (SELECT_DECISIONS, "context_traces")):
+        plan = "\n".join(r[0] for r in owner.execute(f"EXPLAIN {statement}", params))
+        scanned = {word for word in plan.split() if word.startswith(f"{table}_")}
+        # The id's day (+- 1 hour: at most two days) of 39 partitions; DEFAULT is pruned too
+        # (its constraint excludes every range a day partition covers).
+        assert 1 <= len({s for s in scanned if not s.endswith("_pkey")}) <= 2, plan
