@@ -13,7 +13,7 @@ from haki.db import Role
 from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
-from haki_aws.database import runtime_database
+from haki_aws.database import reader_database, runtime_database
 from haki_aws.observability import (
     api_entry,
     log_scope,
@@ -26,6 +26,9 @@ from haki_aws.params import OptionalScopeQuery, ScopeQuery
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
+#: The overview reads the replica when the stack has one (haki:read_replica): its tail of
+#: recent calls may then lag the writer by the replica's delay.
+reader = reader_database(Role.APP)
 #: The rollup may scan an hour of calls: bounded by its function's own timeout (300 s), not
 #: by the API's statement timeout.
 stats_db = runtime_database(Role.STATS, statement_timeout_ms=240_000)
@@ -39,7 +42,7 @@ def get_overview(
 ) -> stats.StatsOverview:
     scope = key_scope(app, project_id)
     log_scope(scope, subject_id)
-    return stats.overview(db, project_id=scope, subject_id=subject_id)
+    return stats.overview(reader or db, project_id=scope, subject_id=subject_id)
 
 
 @api_entry

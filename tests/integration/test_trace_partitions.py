@@ -226,3 +226,35 @@ def test_inspect_by_id_reads_only_the_partitions_of_the_ids_day(
         # The id's day (+- 1 hour: at most two days) of 39 partitions; DEFAULT is pruned too
         # (its constraint excludes every range a day partition covers).
         assert 1 <= len({s for s in scanned if not s.endswith("_pkey")}) <= 2, plan
+
+
+def test_inspect_falls_back_to_the_writer_for_a_trace_the_reader_lacks(
+    urls: dict[Role, str], owner: psycopg.Connection,
+    fresh_database: Callable[[], dict[Role, str]],
+) -> None:
+    """A lagging replica: a second database holding the same key but not the trace."""
+    replica = fresh_database()
+    apply_migrations(replica[Role.OWNER])
+    writer_db, reader_db = Database(urls[Role.APP]), Database(replica[Role.APP])
+    with acting_as_tenant(urls[Role.OWNER], "p1"), connect(replica[Role.OWNER]) as copy:
+        for table in ("projects", "api_keys"):
+            columns = [r[0] for r in owner.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                "AND is_generated = 'NEVER' ORDER BY ordinal_position", (table,))]
+            rows = owner.execute(f"SELECT {', '.join(columns)} FROM {table}").fetchall()
+            marks = ", ".join(["%s"] * len(columns))
+            with copy.cursor() as cur:
+                cur.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
+                                rows)
+        copy.commit()
+        trace_id = _call(owner, "p1", datetime.now(UTC))
+        with pytest.raises(TraceNotFound):
+            load_trace(reader_db, project_id="p1", subject_id="s", trace_id=trace_id)
+        found = load_trace(writer_db, project_id="p1", subject_id="s", trace_id=trace_id,
+                           reader=reader_db)
+        assert found.trace_id == trace_id
+        with pytest.raises(TraceNotFound):
+            load_trace(writer_db, project_id="p1", subject_id="s", trace_id=new_trace_id(),
+                       reader=reader_db)
+    writer_db.close()
+    reader_db.close()

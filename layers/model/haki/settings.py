@@ -85,6 +85,11 @@ class Settings(BaseModel):
     db_port: int = Field(default=5432, gt=0, lt=65536)
     db_name: str = Field(default=DATABASE_NAME, min_length=1)
     db_user: str | None = Field(default=None, min_length=1)
+    #: ``HAKI_DB_READER_HOST``: the read-only proxy endpoint of a read replica (set by the CDK
+    #: stack only with ``haki:read_replica``, only on the inspect and stats functions). Those
+    #: read through it, falling back to the writer for a trace not yet replicated; the context
+    #: and write functions never get it.
+    db_reader_host: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _iam_endpoint_complete(self) -> "Settings":

@@ -150,13 +150,28 @@ def _dumps(value: object) -> str:
 
 
 def load_trace(
-    db: Database, *, project_id: str, subject_id: str, trace_id: UUID
+    db: Database, *, project_id: str, subject_id: str, trace_id: UUID,
+    reader: Database | None = None,
 ) -> InspectResponse:
     """The call and every decision of ``trace_id`` in this exact scope.
 
     An unknown id and an id of another scope give the same :class:`TraceNotFound`, so the
-    answer never tells whether another tenant's trace exists.
+    answer never tells whether another tenant's trace exists. With a ``reader`` (a read
+    replica) the trace is read there first; a replica lags the writer, so a trace it does not
+    hold (yet) is looked up on the writer ``db`` before answering not found.
     """
+    if reader is not None:
+        try:
+            return _load_trace(reader, project_id=project_id, subject_id=subject_id,
+                               trace_id=trace_id)
+        except TraceNotFound:
+            pass
+    return _load_trace(db, project_id=project_id, subject_id=subject_id, trace_id=trace_id)
+
+
+def _load_trace(
+    db: Database, *, project_id: str, subject_id: str, trace_id: UUID
+) -> InspectResponse:
     lo, hi = trace_time_bounds(trace_id)
     params = {"trace_id": trace_id, "project_id": project_id, "subject_id": subject_id,
               "from": lo, "until": hi}
