@@ -65,6 +65,10 @@ class Settings(BaseModel):
     #: it the call fails fast with 503 ``service_unavailable`` instead of holding a
     #: connection until the function times out. 0 keeps the server's setting.
     statement_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
+    #: ``HAKI_TRACE_RETENTION_DAYS``: context calls and their traces are kept this many days
+    #: (whole day partitions dropped by the scheduled job, haki/stats/partitions.py); inspect
+    #: of an older trace is 404 ``trace_not_found``; the stats rollups are kept.
+    trace_retention_days: int = Field(default=30, ge=1, le=36_500)
     #: ``HAKI_RANKING``: the assembler's ranking preset (``haki.assembler.config.PRESETS``):
     #: ``fused`` (default) or ``seed``, the design page's formula kept for comparison.
     ranking: Literal["fused", "seed"] = "fused"
@@ -84,6 +88,11 @@ class Settings(BaseModel):
     db_port: int = Field(default=5432, gt=0, lt=65536)
     db_name: str = Field(default=DATABASE_NAME, min_length=1)
     db_user: str | None = Field(default=None, min_length=1)
+    #: ``HAKI_DB_READER_HOST``: the read-only proxy endpoint of a read replica (set by the CDK
+    #: stack only with ``haki:read_replica``, only on the inspect and stats functions). Those
+    #: read through it, falling back to the writer for a trace not yet replicated; the context
+    #: and write functions never get it.
+    db_reader_host: str | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _iam_endpoint_complete(self) -> "Settings":

@@ -87,6 +87,16 @@ def record_writes(counts: dict[str, int]) -> None:
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
+def record_partitions(created: int, dropped: int, default_rows: int) -> None:
+    """The partition maintenance of a scheduled run (issue 12), flushed at once: a scheduled
+    function has no ``log_metrics`` wrapper. ``DefaultPartitionRows`` > 0 means rows were
+    written to a day that had no partition (alarm on it)."""
+    metrics.add_metric(name="TracePartitionsCreated", unit=MetricUnit.Count, value=created)
+    metrics.add_metric(name="TracePartitionsDropped", unit=MetricUnit.Count, value=dropped)
+    metrics.add_metric(name="DefaultPartitionRows", unit=MetricUnit.Count, value=default_rows)
+    metrics.flush_metrics()
+
+
 def api_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
               ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda entry point of an API function: structured logs correlated with the API
