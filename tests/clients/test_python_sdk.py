@@ -13,7 +13,7 @@ import pytest
 
 from haki.assembler.render import render_packet
 from haki.models import ContextPacket as ServicePacket
-from haki_client import AsyncHakiClient, HakiClient, HakiError, render
+from haki_client import AsyncHakiClient, EventIn, HakiClient, HakiError, render
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.clients.stub import Scripted, closed_port_url, stub_server
@@ -235,5 +235,122 @@ def test_async_client_fails_open_too():
             with pytest.raises(HakiError) as caught:
                 await client.context("s", "q")
             assert caught.value.code == "service_unavailable"
+
+    asyncio.run(run())
+
+
+# --------------------------------------------------------------------- the write routes
+
+
+def subject() -> str:
+    return f"sdk-{uuid.uuid4().hex[:10]}"
+
+
+def test_a_remembered_event_is_served_by_the_next_context_call(haki: HakiClient):
+    who = subject()
+    text = "Je serai absente du 3 au 21 mars : écrivez à Julie Martin pour la facture."
+    written = haki.remember_event(who, text, idempotency_key=f"{who}-1")
+    assert not written.deduplicated
+    again = haki.remember_event(who, text, idempotency_key=f"{who}-1")
+    assert again.id == written.id and again.deduplicated
+    answer = haki.context(who, "Qui contacter pour la facture pendant son absence ?",
+                          purpose="support_reply")
+    assert [e.event_id for e in answer.packet.episodes] == [written.id]
+    assert "Julie Martin" in render(answer)
+
+    batch = haki.write_events([
+        {"subject_id": who, "kind": "support.ticket", "payload": {"title": "Facture"}},
+        EventIn(subject_id=who, kind="conversation.message", payload={"text": "Merci"}),
+    ])
+    assert len({e.id for e in batch.events}) == 2 and not any(e.deduplicated for e in batch.events)
+
+
+def test_facts_lifecycle_conflicts_and_forget(haki: HakiClient):
+    who = subject()
+    created = haki.record_fact(who, "preferred_language", "fr", confidence=0.9)
+    assert (created.outcome, created.status, created.version) == ("created", "active", 1)
+    assert haki.record_fact(who, "preferred_language", "fr").outcome == "reinforced"
+    page = haki.list_facts(who, limit=10)
+    assert [f.id for f in page.facts] == [created.id] and page.facts[0].value == "fr"
+
+    disabled = haki.set_fact_status(created.id, "disabled")
+    assert disabled.fact.status == "disabled"
+    assert haki.list_facts(who, status="active").facts == []
+    haki.set_fact_status(created.id, "active")
+
+    haki.forget("disable", subject_id=who)
+    assert haki.list_facts(who, status="disabled").facts[0].id == created.id
+    erased = haki.forget("delete", fact_id=created.id)
+    assert erased.target == "fact" and erased.receipt_id is not None
+    assert haki.list_facts(who).facts == []
+    assert haki.forget("delete", subject_id=who).target == "subject"
+
+
+def test_a_conflict_is_opened_listed_and_resolved(haki: HakiClient):
+    who = subject()
+    lyon = haki.record_fact(who, "lives_in", {"city": "Lyon"})
+    paris = haki.record_fact(who, "lives_in", {"city": "Paris"})
+    assert paris.outcome == "conflict" and paris.conflict_id is not None
+    answer = haki.context(who, "Where does she live?", purpose="test")
+    assert answer.packet.facts == [] and any(w.startswith("open_conflict") for w in
+                                             answer.packet.warnings)
+    listed = haki.list_conflicts(subject_id=who, status="open").conflicts
+    assert [c.id for c in listed] == [paris.conflict_id]
+    assert {f.id for f in listed[0].facts} == {lyon.id, paris.id}
+    resolved = haki.resolve_conflict(paris.conflict_id, paris.id)
+    assert resolved.kept_fact_id == paris.id and resolved.superseded_fact_ids == [lyon.id]
+    assert haki.list_conflicts(subject_id=who, status="open").conflicts == []
+    served = haki.context(who, "Where does she live?", purpose="test").packet.facts
+    assert [(f.id, f.value) for f in served] == [(paris.id, {"city": "Paris"})]
+    error = error_of(lambda: haki.resolve_conflict(paris.conflict_id, paris.id))
+    assert error.status in (404, 409) and error.code
+
+
+def test_write_errors_carry_the_stable_code(haki: HakiClient):
+    assert error_of(lambda: haki.write_events([])).code == "validation_error"
+    assert error_of(lambda: haki.write_events(
+        [{"subject_id": "s", "kind": "k", "colour": "red"}])).code == "validation_error"
+    assert error_of(lambda: haki.record_fact("", "p", "v")).code == "missing_scope"
+    assert error_of(lambda: haki.record_fact("s", "p", "v", project_id=OTHER_PROJECT)).code == (
+        "forbidden_scope")
+    assert error_of(lambda: haki.set_fact_status(uuid.uuid4(), "disabled")).status == 404
+
+
+def test_a_retried_event_batch_carries_the_same_idempotency_keys():
+    written = Scripted(201, {"events": [{"id": str(uuid.uuid4()), "deduplicated": True}]})
+    with stub_server([Scripted(200, {}, delay_s=1.0), written]) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", timeout=0.2, backoff=0.01) as client:
+        answer = client.remember_event("s", "hello")
+    assert answer.deduplicated and len(stub.requests) == 2
+    first, second = (json.loads(r[3]) for r in stub.requests)
+    assert first == second and first["events"][0]["idempotency_key"].startswith("haki-client-")
+    assert first["events"][0]["payload"] == {"text": "hello"}
+
+
+def test_a_fact_write_that_may_have_run_is_not_retried():
+    with stub_server([Scripted(200, {}, delay_s=1.0), OK]) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", timeout=0.2, backoff=0.01) as client:
+        error = error_of(lambda: client.record_fact("s", "p", "v"))
+    assert error.code == "connection_error" and len(stub.requests) == 1
+    with stub_server([UNAVAILABLE, Scripted(201, {"facts": [{
+            "id": str(uuid.uuid4()), "outcome": "created", "status": "active",
+            "version": 1}]})]) as stub, HakiClient(stub.url, "hk_x", project_id="p",
+                                                   backoff=0.01) as client:
+        assert client.record_fact("s", "p", "v").outcome == "created"  # 503: nothing was done
+    assert len(stub.requests) == 2
+
+
+def test_async_writes(haki_server: Server):
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, haki_server.key,
+                                   project_id=DEMO_PROJECT) as client:
+            who = subject()
+            event = await client.remember_event(who, "Mon numéro client est 4242.")
+            fact = await client.record_fact(who, "customer_number", 4242,
+                                            source_event_ids=[event.id])
+            page = await client.list_facts(who)
+            assert page.facts[0].source_event_ids == [event.id] and page.facts[0].value == 4242
+            assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
+            assert fact.outcome == "created"
 
     asyncio.run(run())

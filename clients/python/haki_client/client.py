@@ -21,10 +21,11 @@ import logging
 import os
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 from urllib.parse import quote
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import anyio
 import httpx
@@ -39,13 +40,36 @@ from haki_client.errors import (
     HakiError,
 )
 from haki_client.models import (
+    ConflictPage,
     ContextPacket,
     ContextResponse,
     Error,
+    EventIn,
+    EventsResponse,
+    EventWritten,
+    FactIn,
+    FactPage,
+    FactsResponse,
+    FactStatusResponse,
+    FactWritten,
+    ForgetResponse,
     InspectResponse,
+    ResolveResponse,
     StatsOverview,
 )
-from haki_client.operations import CONTEXT, INSPECT, STATS_OVERVIEW, Operation
+from haki_client.operations import (
+    CONTEXT,
+    FORGET,
+    INSPECT,
+    LIST_CONFLICTS,
+    LIST_FACTS,
+    RESOLVE_CONFLICT,
+    SET_FACT_STATUS,
+    STATS_OVERVIEW,
+    WRITE_EVENTS,
+    WRITE_FACTS,
+    Operation,
+)
 
 logger = logging.getLogger("haki_client")
 
@@ -200,6 +224,103 @@ def _retry_after(response: httpx.Response) -> float:
         return 0.0
 
 
+Call = tuple[Operation, dict[str, Any]]
+EventLike = EventIn | Mapping[str, Any]
+FactLike = FactIn | Mapping[str, Any]
+
+
+def _record(model: type[Model], value: Model | Mapping[str, Any]) -> Model:
+    """A record given as a model or a mapping; a mapping with an unknown field or a wrong type
+    is refused here (``validation_error``) — bounds are the service's to check."""
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise HakiError("validation_error",
+                        f"not a {model.__name__}: {exc.errors()[0]['msg']}") from None
+
+
+def _keyed(event: EventIn) -> EventIn:
+    """The event with an idempotency key of its own unless it has an id or a key: a retried
+    batch then stores each event once (the service returns the stored id)."""
+    if event.id is not None or event.idempotency_key is not None:
+        return event
+    return event.model_copy(update={"idempotency_key": f"haki-client-{uuid4()}"})
+
+
+class _Routes:
+    """What each route sends, as ``(operation, parts)`` for the clients' ``_call``: one
+    method per route, shared by the sync and the async client."""
+
+    def __init__(self, policy: _Policy) -> None:
+        self._policy = policy
+
+    def _scope(self, project_id: str | None) -> str | None:
+        return self._policy.scope(project_id)
+
+    def context(self, subject_id: str, query: str, purpose: str | None,
+                budget_tokens: int | None, project_id: str | None) -> Call:
+        return CONTEXT, {"body": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "query": query,
+            "purpose": purpose, "budget_tokens": budget_tokens}}
+
+    def inspect(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
+        return INSPECT, {"path": {"trace_id": trace_id}, "query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id}}
+
+    def stats_overview(self, subject_id: str | None, project_id: str | None) -> Call:
+        return STATS_OVERVIEW, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id}}
+
+    def write_events(self, events: Sequence[EventLike], project_id: str | None) -> Call:
+        records = [_keyed(_record(EventIn, e)).model_dump(mode="json", exclude_none=True)
+                   for e in events]
+        return WRITE_EVENTS, {"body": {"project_id": self._scope(project_id),
+                                       "events": records}}
+
+    def write_facts(self, facts: Sequence[FactLike], project_id: str | None) -> Call:
+        records = [_record(FactIn, f).model_dump(mode="json", exclude_unset=True)
+                   for f in facts]
+        return WRITE_FACTS, {"body": {"project_id": self._scope(project_id), "facts": records}}
+
+    def list_facts(self, subject_id: str, status: str | None, predicate: str | None,
+                   cursor: str | None, limit: int | None, project_id: str | None) -> Call:
+        return LIST_FACTS, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "status": status,
+            "predicate": predicate, "cursor": cursor, "limit": limit}}
+
+    def set_fact_status(self, fact_id: UUID | str, status: str,
+                        project_id: str | None) -> Call:
+        return SET_FACT_STATUS, {"path": {"fact_id": fact_id}, "body": {
+            "project_id": self._scope(project_id), "status": status}}
+
+    def list_conflicts(self, subject_id: str | None, status: str | None, cursor: str | None,
+                       limit: int | None, project_id: str | None) -> Call:
+        return LIST_CONFLICTS, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "status": status,
+            "cursor": cursor, "limit": limit}}
+
+    def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str,
+                         project_id: str | None) -> Call:
+        return RESOLVE_CONFLICT, {"path": {"conflict_id": conflict_id}, "body": {
+            "project_id": self._scope(project_id), "keep_fact_id": keep_fact_id}}
+
+    def forget(self, mode: str, subject_id: str | None, fact_id: UUID | str | None,
+               project_id: str | None) -> Call:
+        return FORGET, {"body": {"project_id": self._scope(project_id), "mode": mode,
+                                 "subject_id": subject_id, "fact_id": fact_id}}
+
+
+def _event(subject_id: str, kind: str, text: str | None, payload: Mapping[str, Any] | None,
+           occurred_at: datetime | None, idempotency_key: str | None) -> EventIn:
+    body = dict(payload or {})
+    if text is not None:
+        body["text"] = text
+    return EventIn(subject_id=subject_id, kind=kind, payload=body, occurred_at=occurred_at,
+                   idempotency_key=idempotency_key)
+
+
 class HakiClient:
     """Synchronous client. ``url``, ``api_key`` and ``project_id`` default to ``HAKI_URL``
     (else ``http://127.0.0.1:8787``), ``HAKI_API_KEY`` and ``HAKI_PROJECT_ID``.
@@ -218,6 +339,7 @@ class HakiClient:
     ) -> None:
         self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
                                max_backoff, fail_open)
+        self._routes = _Routes(self._policy)
         self._http = http_client or httpx.Client()
         self._owns_http = http_client is None
 
@@ -235,7 +357,7 @@ class HakiClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _call(self, op: Operation, **parts: Any) -> Any:
+    def _call(self, op: Operation, parts: dict[str, Any]) -> Any:
         request = self._policy.request(self._http, op, **parts)
         attempt = 0
         while True:
@@ -259,10 +381,9 @@ class HakiClient:
         budget_tokens: int | None = None, project_id: str | None = None,
     ) -> ContextResponse:
         """``POST /v1/context``: the packet for ``subject_id`` and ``query``."""
-        body = {"project_id": self._policy.scope(project_id), "subject_id": subject_id,
-                "query": query, "purpose": purpose, "budget_tokens": budget_tokens}
         try:
-            return self._call(CONTEXT, body=body)
+            return self._call(*self._routes.context(subject_id, query, purpose, budget_tokens,
+                                                    project_id))
         except HakiError as error:
             if self._policy.fails_open(error):
                 return self._policy.fallback(error)
@@ -271,14 +392,72 @@ class HakiClient:
     def inspect(self, trace_id: UUID | str, *, subject_id: str,
                 project_id: str | None = None) -> InspectResponse:
         """``GET /v1/inspect/{trace_id}``: the call and every decision of its trace."""
-        return self._call(INSPECT, path={"trace_id": trace_id}, query={
-            "project_id": self._policy.scope(project_id), "subject_id": subject_id})
+        return self._call(*self._routes.inspect(trace_id, subject_id, project_id))
 
     def stats_overview(self, *, subject_id: str | None = None,
                        project_id: str | None = None) -> StatsOverview:
         """``GET /v1/stats/overview``: usage figures of the project (or one subject)."""
-        return self._call(STATS_OVERVIEW, query={
-            "project_id": self._policy.scope(project_id), "subject_id": subject_id})
+        return self._call(*self._routes.stats_overview(subject_id, project_id))
+
+    def write_events(self, events: Sequence[EventLike], *,
+                     project_id: str | None = None) -> EventsResponse:
+        """``POST /v1/events``: store 1 to 100 episodes (each gets an idempotency key unless
+        it has an id or a key)."""
+        return self._call(*self._routes.write_events(events, project_id))
+
+    def remember_event(
+        self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
+        payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
+        idempotency_key: str | None = None, project_id: str | None = None,
+    ) -> EventWritten:
+        """One episode (``text`` goes in ``payload["text"]``); see :meth:`write_events`."""
+        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
+        return self.write_events([event], project_id=project_id).events[0]
+
+    def write_facts(self, facts: Sequence[FactLike], *,
+                    project_id: str | None = None) -> FactsResponse:
+        """``POST /v1/facts``: record 1 to 100 facts (created, reinforced, superseded or put
+        in conflict, by the service's rules)."""
+        return self._call(*self._routes.write_facts(facts, project_id))
+
+    def record_fact(self, subject_id: str, predicate: str, value: Any, *,
+                    project_id: str | None = None, **fields: Any) -> FactWritten:
+        """One fact (``confidence``, ``volatility``, ``valid_from``, … as keywords)."""
+        fact = _record(FactIn, {"subject_id": subject_id, "predicate": predicate,
+                                "value": value, **fields})
+        return self.write_facts([fact], project_id=project_id).facts[0]
+
+    def list_facts(self, subject_id: str, *, status: str | None = None,
+                   predicate: str | None = None, cursor: str | None = None,
+                   limit: int | None = None, project_id: str | None = None) -> FactPage:
+        """``GET /v1/facts``: a page of the subject's facts; pass ``next_cursor`` on."""
+        return self._call(*self._routes.list_facts(subject_id, status, predicate, cursor,
+                                                   limit, project_id))
+
+    def set_fact_status(self, fact_id: UUID | str, status: str, *,
+                        project_id: str | None = None) -> FactStatusResponse:
+        """``POST /v1/facts/{fact_id}/status``: move a fact along its lifecycle."""
+        return self._call(*self._routes.set_fact_status(fact_id, status, project_id))
+
+    def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
+                       cursor: str | None = None, limit: int | None = None,
+                       project_id: str | None = None) -> ConflictPage:
+        """``GET /v1/conflicts``: a page of conflict sets."""
+        return self._call(*self._routes.list_conflicts(subject_id, status, cursor, limit,
+                                                       project_id))
+
+    def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str, *,
+                         project_id: str | None = None) -> ResolveResponse:
+        """``POST /v1/conflicts/{conflict_id}/resolve``: keep one fact, supersede the rest."""
+        return self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
+                                                         project_id))
+
+    def forget(self, mode: str = "disable", *, subject_id: str | None = None,
+               fact_id: UUID | str | None = None,
+               project_id: str | None = None) -> ForgetResponse:
+        """``POST /v1/forget``: a subject or one fact; ``disable`` (reversible) or
+        ``delete`` (erasure, with a receipt)."""
+        return self._call(*self._routes.forget(mode, subject_id, fact_id, project_id))
 
 
 class AsyncHakiClient:
@@ -294,6 +473,7 @@ class AsyncHakiClient:
     ) -> None:
         self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
                                max_backoff, fail_open)
+        self._routes = _Routes(self._policy)
         self._http = http_client or httpx.AsyncClient()
         self._owns_http = http_client is None
 
@@ -311,7 +491,7 @@ class AsyncHakiClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _call(self, op: Operation, **parts: Any) -> Any:
+    async def _call(self, op: Operation, parts: dict[str, Any]) -> Any:
         request = self._policy.request(self._http, op, **parts)
         attempt = 0
         while True:
@@ -334,10 +514,9 @@ class AsyncHakiClient:
         self, subject_id: str, query: str, *, purpose: str | None = None,
         budget_tokens: int | None = None, project_id: str | None = None,
     ) -> ContextResponse:
-        body = {"project_id": self._policy.scope(project_id), "subject_id": subject_id,
-                "query": query, "purpose": purpose, "budget_tokens": budget_tokens}
         try:
-            return await self._call(CONTEXT, body=body)
+            return await self._call(*self._routes.context(subject_id, query, purpose,
+                                                          budget_tokens, project_id))
         except HakiError as error:
             if self._policy.fails_open(error):
                 return self._policy.fallback(error)
@@ -345,10 +524,57 @@ class AsyncHakiClient:
 
     async def inspect(self, trace_id: UUID | str, *, subject_id: str,
                       project_id: str | None = None) -> InspectResponse:
-        return await self._call(INSPECT, path={"trace_id": trace_id}, query={
-            "project_id": self._policy.scope(project_id), "subject_id": subject_id})
+        return await self._call(*self._routes.inspect(trace_id, subject_id, project_id))
 
     async def stats_overview(self, *, subject_id: str | None = None,
                              project_id: str | None = None) -> StatsOverview:
-        return await self._call(STATS_OVERVIEW, query={
-            "project_id": self._policy.scope(project_id), "subject_id": subject_id})
+        return await self._call(*self._routes.stats_overview(subject_id, project_id))
+
+    async def write_events(self, events: Sequence[EventLike], *,
+                           project_id: str | None = None) -> EventsResponse:
+        return await self._call(*self._routes.write_events(events, project_id))
+
+    async def remember_event(
+        self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
+        payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
+        idempotency_key: str | None = None, project_id: str | None = None,
+    ) -> EventWritten:
+        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
+        return (await self.write_events([event], project_id=project_id)).events[0]
+
+    async def write_facts(self, facts: Sequence[FactLike], *,
+                          project_id: str | None = None) -> FactsResponse:
+        return await self._call(*self._routes.write_facts(facts, project_id))
+
+    async def record_fact(self, subject_id: str, predicate: str, value: Any, *,
+                          project_id: str | None = None, **fields: Any) -> FactWritten:
+        fact = _record(FactIn, {"subject_id": subject_id, "predicate": predicate,
+                                "value": value, **fields})
+        return (await self.write_facts([fact], project_id=project_id)).facts[0]
+
+    async def list_facts(self, subject_id: str, *, status: str | None = None,
+                         predicate: str | None = None, cursor: str | None = None,
+                         limit: int | None = None, project_id: str | None = None) -> FactPage:
+        return await self._call(*self._routes.list_facts(subject_id, status, predicate,
+                                                         cursor, limit, project_id))
+
+    async def set_fact_status(self, fact_id: UUID | str, status: str, *,
+                              project_id: str | None = None) -> FactStatusResponse:
+        return await self._call(*self._routes.set_fact_status(fact_id, status, project_id))
+
+    async def list_conflicts(self, *, subject_id: str | None = None,
+                             status: str | None = None, cursor: str | None = None,
+                             limit: int | None = None,
+                             project_id: str | None = None) -> ConflictPage:
+        return await self._call(*self._routes.list_conflicts(subject_id, status, cursor, limit,
+                                                             project_id))
+
+    async def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str, *,
+                               project_id: str | None = None) -> ResolveResponse:
+        return await self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
+                                                               project_id))
+
+    async def forget(self, mode: str = "disable", *, subject_id: str | None = None,
+                     fact_id: UUID | str | None = None,
+                     project_id: str | None = None) -> ForgetResponse:
+        return await self._call(*self._routes.forget(mode, subject_id, fact_id, project_id))

@@ -21,11 +21,15 @@ from datetime import date, datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Status = Literal["ok", "degraded"]
 EmptyReason = Literal["no_memory", "no_relevant_memory", "all_filtered"]
 TraceAction = Literal["included", "excluded", "blocked"]
+FactStatus = Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
+Volatility = Literal["stable", "slow", "volatile", "ephemeral"]
+FactOutcome = Literal["created", "reinforced", "superseded", "conflict"]
+ForgetMode = Literal["disable", "delete"]
 
 
 class _Response(BaseModel):
@@ -154,6 +158,167 @@ class StatsOverview(_Response):
     context_tokens_served: int
 
 
+# --------------------------------------------------------------------------- events
+
+
+class EventIn(_Request):
+    """An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
+    idempotent; the client gives an event that has neither an idempotency key of its own, so
+    a retried batch is never stored twice."""
+
+    subject_id: str
+    kind: str
+    occurred_at: datetime | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    id: UUID | None = None
+    idempotency_key: str | None = None
+
+
+class EventsRequest(_Request):
+    """``POST /v1/events``: 1 to 100 events."""
+
+    project_id: str
+    events: list[EventIn]
+
+
+class EventWritten(_Response):
+    id: UUID
+    #: The event had been stored before (same id or idempotency key): nothing was written.
+    deduplicated: bool
+
+
+class EventsResponse(_Response):
+    events: list[EventWritten]
+
+
+# --------------------------------------------------------------------------- facts
+
+
+class FactIn(_Request):
+    subject_id: str
+    predicate: str
+    value: Any
+    status: Literal["candidate", "active"] = "active"
+    confidence: float | None = None
+    volatility: Volatility = "stable"
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    supersedes_id: UUID | None = None
+    source_event_ids: list[UUID] = Field(default_factory=list)
+
+
+class FactsRequest(_Request):
+    """``POST /v1/facts``: 1 to 100 facts."""
+
+    project_id: str
+    facts: list[FactIn]
+
+
+class FactWritten(_Response):
+    id: UUID
+    outcome: FactOutcome
+    status: FactStatus
+    version: int
+    conflict_id: UUID | None = None
+    supersedes_id: UUID | None = None
+
+
+class FactsResponse(_Response):
+    facts: list[FactWritten]
+
+
+class FactView(_Response):
+    id: UUID
+    subject_id: str
+    predicate: str
+    value: Any
+    qualifiers: dict[str, Any]
+    status: FactStatus
+    confidence: float | None
+    volatility: Volatility
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_from: datetime
+    recorded_to: datetime | None
+    last_reinforced_at: datetime | None
+    supersedes_id: UUID | None
+    source_event_ids: list[UUID]
+    version: int
+
+
+class FactPage(_Response):
+    facts: list[FactView]
+    next_cursor: str | None
+
+
+class FactStatusRequest(_Request):
+    project_id: str
+    status: FactStatus
+
+
+class FactStatusResponse(_Response):
+    fact: FactView
+    conflict_id: UUID | None = None
+
+
+# --------------------------------------------------------------------------- conflicts
+
+
+class ConflictFact(_Response):
+    id: UUID
+    predicate: str
+    value: Any
+    status: FactStatus
+
+
+class ConflictView(_Response):
+    id: UUID
+    subject_id: str
+    status: Literal["open", "resolved"]
+    reason: str | None
+    created_at: datetime
+    resolved_at: datetime | None
+    facts: list[ConflictFact]
+
+
+class ConflictPage(_Response):
+    conflicts: list[ConflictView]
+    next_cursor: str | None
+
+
+class ResolveRequest(_Request):
+    project_id: str
+    keep_fact_id: UUID
+
+
+class ResolveResponse(_Response):
+    conflict_id: UUID
+    kept_fact_id: UUID
+    superseded_fact_ids: list[UUID]
+    resolved_at: datetime
+
+
+# --------------------------------------------------------------------------- forget
+
+
+class ForgetRequest(_Request):
+    """Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
+    ``delete`` erases the rows (right to erasure) and returns a receipt."""
+
+    project_id: str
+    mode: ForgetMode
+    subject_id: str | None = None
+    fact_id: UUID | None = None
+
+
+class ForgetResponse(_Response):
+    receipt_id: UUID | None
+    target: Literal["subject", "fact"]
+    mode: ForgetMode
+    counts: dict[str, int]
+    forgotten_at: datetime
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -174,5 +339,10 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     for model in (
         ContextRequest, PacketFact, PacketEpisode, ContextPacket, ContextResponse,
         TraceDecision, InspectResponse, DayCount, StatsOverview, Error,
+        EventIn, EventsRequest, EventWritten, EventsResponse,
+        FactIn, FactsRequest, FactWritten, FactsResponse, FactView, FactPage,
+        FactStatusRequest, FactStatusResponse,
+        ConflictFact, ConflictView, ConflictPage, ResolveRequest, ResolveResponse,
+        ForgetRequest, ForgetResponse,
     )
 }

@@ -10,9 +10,21 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from haki_client.models import (
+    ConflictPage,
     ContextRequest,
     ContextResponse,
+    EventsRequest,
+    EventsResponse,
+    FactPage,
+    FactsRequest,
+    FactsResponse,
+    FactStatusRequest,
+    FactStatusResponse,
+    ForgetRequest,
+    ForgetResponse,
     InspectResponse,
+    ResolveRequest,
+    ResolveResponse,
     StatsOverview,
 )
 
@@ -42,5 +54,26 @@ INSPECT = Operation("GET", "/v1/inspect/{trace_id}", InspectResponse,
 STATS_OVERVIEW = Operation("GET", "/v1/stats/overview", StatsOverview,
                            query=("project_id", "subject_id"))
 
+# The writes. Events are idempotent because the client gives every event an idempotency key
+# (haki_client.client): a replay returns the stored id. The others may have run when an
+# attempt times out, so only failures where nothing was done are retried.
+WRITE_EVENTS = Operation("POST", "/v1/events", EventsResponse, request=EventsRequest)
+WRITE_FACTS = Operation("POST", "/v1/facts", FactsResponse, request=FactsRequest,
+                        idempotent=False)
+LIST_FACTS = Operation("GET", "/v1/facts", FactPage,
+                       query=("project_id", "subject_id", "status", "predicate", "cursor",
+                              "limit"))
+SET_FACT_STATUS = Operation("POST", "/v1/facts/{fact_id}/status", FactStatusResponse,
+                            request=FactStatusRequest, idempotent=False)
+LIST_CONFLICTS = Operation("GET", "/v1/conflicts", ConflictPage,
+                           query=("project_id", "subject_id", "status", "cursor", "limit"))
+RESOLVE_CONFLICT = Operation("POST", "/v1/conflicts/{conflict_id}/resolve", ResolveResponse,
+                             request=ResolveRequest, idempotent=False)
+FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
+                   idempotent=False)
+
 #: Every operation of the API; the drift test requires one per path and method of the document.
-OPERATIONS: tuple[Operation, ...] = (CONTEXT, INSPECT, STATS_OVERVIEW)
+OPERATIONS: tuple[Operation, ...] = (
+    CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
+    LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET,
+)
