@@ -18,8 +18,10 @@ import {
 import { parseJson } from "./json.js";
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
-  ContextRequest, ContextResponse, ContextResult, InProject, InspectQuery, InspectResponse,
-  StatsOverview, StatsQuery,
+  ConflictPage, ConflictsQuery, ContextRequest, ContextResponse, ContextResult, EventIn,
+  EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest,
+  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery,
+  InspectResponse, ResolveResponse, StatsOverview, StatsQuery,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -63,6 +65,11 @@ function env(name: string): string | undefined {
   const process = (globalThis as { process?: { env?: Record<string, string | undefined> } })
     .process;
   return process?.env?.[name] || undefined;
+}
+
+/** A random UUID (Web Crypto: Node ≥ 19, browsers, Deno, Bun). */
+function randomId(): string {
+  return globalThis.crypto.randomUUID();
 }
 
 function sleep(ms: number): Promise<void> {
@@ -143,6 +150,80 @@ export class HakiClient {
     return this.call(OPERATIONS.statsOverview, {
       query: { ...query, project_id: query.project_id ?? this.projectId },
     });
+  }
+
+  /** `POST /v1/events`: store 1 to 100 episodes. An event without `id` or
+   * `idempotency_key` gets a key of its own, so a retried batch is never stored twice. */
+  writeEvents(events: EventIn[], projectId?: string): Promise<EventsResponse> {
+    const keyed = events.map((e) => (e.id != null || e.idempotency_key != null
+      ? e : { ...e, idempotency_key: `haki-client-${randomId()}` }));
+    return this.call(OPERATIONS.writeEvents, {
+      body: { project_id: projectId ?? this.projectId, events: keyed },
+    });
+  }
+
+  /** One episode; `text` goes in `payload.text`. */
+  async rememberEvent(event: Omit<EventIn, "payload"> & { text?: string; payload?: Record<string, unknown> },
+                      projectId?: string): Promise<EventWritten> {
+    const { text, payload, ...rest } = event;
+    const body: EventIn = { ...rest, payload: { ...(payload ?? {}), ...(text !== undefined ? { text } : {}) } };
+    const written = await this.writeEvents([body], projectId);
+    return written.events[0] as EventWritten;
+  }
+
+  /** `POST /v1/facts`: record 1 to 100 facts (created, reinforced, superseded or put in
+   * conflict, by the service's rules). */
+  writeFacts(facts: FactIn[], projectId?: string): Promise<FactsResponse> {
+    return this.call(OPERATIONS.writeFacts, {
+      body: { project_id: projectId ?? this.projectId, facts },
+    });
+  }
+
+  async recordFact(fact: FactIn, projectId?: string): Promise<FactWritten> {
+    return (await this.writeFacts([fact], projectId)).facts[0] as FactWritten;
+  }
+
+  /** `GET /v1/facts`: a page of the subject's facts; pass `next_cursor` on. */
+  listFacts(query: InProject<FactsQuery>): Promise<FactPage> {
+    return this.call(OPERATIONS.listFacts, { query: this.inProject(query) });
+  }
+
+  /** `POST /v1/facts/{fact_id}/status`: move a fact along its lifecycle. */
+  setFactStatus(factId: string, status: FactStatusRequest["status"],
+                projectId?: string): Promise<FactStatusResponse> {
+    return this.call(OPERATIONS.setFactStatus, {
+      path: { fact_id: factId }, body: { project_id: projectId ?? this.projectId, status },
+    });
+  }
+
+  /** `GET /v1/conflicts`: a page of conflict sets. */
+  listConflicts(query: Partial<ConflictsQuery> = {}): Promise<ConflictPage> {
+    return this.call(OPERATIONS.listConflicts, { query: this.inProject(query) });
+  }
+
+  /** `POST /v1/conflicts/{conflict_id}/resolve`: keep one fact, supersede the rest. */
+  resolveConflict(conflictId: string, keepFactId: string,
+                  projectId?: string): Promise<ResolveResponse> {
+    return this.call(OPERATIONS.resolveConflict, {
+      path: { conflict_id: conflictId },
+      body: { project_id: projectId ?? this.projectId, keep_fact_id: keepFactId },
+    });
+  }
+
+  /** `POST /v1/forget`: a subject or one fact; `disable` (reversible) or `delete` (erasure,
+   * with a receipt). */
+  forget(request: InProject<ForgetRequest>): Promise<ForgetResponse> {
+    return this.call(OPERATIONS.forget, {
+      body: { ...request, project_id: request.project_id ?? this.projectId },
+    });
+  }
+
+  private inProject<T extends { project_id?: string }>(query: T): Record<string, string | undefined> {
+    const out: Record<string, string | undefined> = {};
+    for (const [name, value] of Object.entries({ ...query, project_id: query.project_id ?? this.projectId })) {
+      if (value !== undefined && value !== null) out[name] = String(value);
+    }
+    return out;
   }
 
   // ------------------------------------------------------------------ policy

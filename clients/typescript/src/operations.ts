@@ -27,6 +27,27 @@ export const OPERATIONS = {
     method: "GET", path: "/v1/stats/overview", query: ["project_id", "subject_id"],
     body: false, idempotent: true,
   },
+  // The writes. Events are idempotent because the client gives every event an idempotency
+  // key (a replay returns the stored id); the others may have run when an attempt times out.
+  writeEvents: { method: "POST", path: "/v1/events", query: [], body: true, idempotent: true },
+  writeFacts: { method: "POST", path: "/v1/facts", query: [], body: true, idempotent: false },
+  listFacts: {
+    method: "GET", path: "/v1/facts",
+    query: ["project_id", "subject_id", "status", "predicate", "cursor", "limit"],
+    body: false, idempotent: true,
+  },
+  setFactStatus: {
+    method: "POST", path: "/v1/facts/{fact_id}/status", query: [], body: true, idempotent: false,
+  },
+  listConflicts: {
+    method: "GET", path: "/v1/conflicts",
+    query: ["project_id", "subject_id", "status", "cursor", "limit"], body: false, idempotent: true,
+  },
+  resolveConflict: {
+    method: "POST", path: "/v1/conflicts/{conflict_id}/resolve", query: [], body: true,
+    idempotent: false,
+  },
+  forget: { method: "POST", path: "/v1/forget", query: [], body: true, idempotent: false },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -4,6 +4,40 @@
  */
 
 export interface paths {
+    "/v1/conflicts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A subject's conflict sets, oldest first */
+        get: operations["get_conflicts_v1_conflicts_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/conflicts/{conflict_id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Keep one fact of an open conflict set, supersede the others */
+        post: operations["post_resolve_v1_conflicts__conflict_id__resolve_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/context": {
         parameters: {
             query?: never;
@@ -15,6 +49,75 @@ export interface paths {
         put?: never;
         /** Assemble the context packet for a subject */
         post: operations["post_context_v1_context_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Store a batch of events (episodes), idempotently */
+        post: operations["post_events_v1_events_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A subject's facts of one status, oldest recorded first */
+        get: operations["get_facts_v1_facts_get"];
+        put?: never;
+        /** Write a batch of facts through the rules of their key */
+        post: operations["post_facts_v1_facts_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/facts/{fact_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move a fact along the lifecycle graph */
+        post: operations["post_fact_status_v1_facts__fact_id__status_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/forget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Disable or erase a subject's memory or one fact */
+        post: operations["post_forget_v1_forget_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -59,6 +162,56 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** ConflictFact */
+        ConflictFact: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Predicate */
+            predicate: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+            /** Value */
+            value: unknown;
+        };
+        /** ConflictPage */
+        ConflictPage: {
+            /** Conflicts */
+            conflicts: components["schemas"]["ConflictView"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /** ConflictView */
+        ConflictView: {
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Facts */
+            facts: components["schemas"]["ConflictFact"][];
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Reason */
+            reason: string | null;
+            /** Resolved At */
+            resolved_at: string | null;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "open" | "resolved";
+            /** Subject Id */
+            subject_id: string;
+        };
         /** ContextPacket */
         ContextPacket: {
             /** Empty Reason */
@@ -123,6 +276,230 @@ export interface components {
                 /** @description human-readable, safe to show */
                 message: string;
             };
+        };
+        /**
+         * EventIn
+         * @description An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
+         *     idempotent: a replay returns the original id and writes nothing.
+         */
+        EventIn: {
+            /** Id */
+            id?: string | null;
+            /** Idempotency Key */
+            idempotency_key?: string | null;
+            /** Kind */
+            kind: string;
+            /** Occurred At */
+            occurred_at?: string | null;
+            /** Payload */
+            payload?: {
+                [key: string]: unknown;
+            };
+            /** Subject Id */
+            subject_id: string;
+        };
+        /** EventWritten */
+        EventWritten: {
+            /** Deduplicated */
+            deduplicated: boolean;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+        };
+        /** EventsRequest */
+        EventsRequest: {
+            /** Events */
+            events: components["schemas"]["EventIn"][];
+            /** Project Id */
+            project_id: string;
+        };
+        /** EventsResponse */
+        EventsResponse: {
+            /** Events */
+            events: components["schemas"]["EventWritten"][];
+        };
+        /** FactIn */
+        FactIn: {
+            /** Confidence */
+            confidence?: number | null;
+            /** Predicate */
+            predicate: string;
+            /** Source Event Ids */
+            source_event_ids?: string[];
+            /**
+             * Status
+             * @default active
+             * @enum {string}
+             */
+            status: "candidate" | "active";
+            /** Subject Id */
+            subject_id: string;
+            /** Supersedes Id */
+            supersedes_id?: string | null;
+            /** Valid From */
+            valid_from?: string | null;
+            /** Valid To */
+            valid_to?: string | null;
+            /** Value */
+            value: unknown;
+            /**
+             * Volatility
+             * @default stable
+             * @enum {string}
+             */
+            volatility: "stable" | "slow" | "volatile" | "ephemeral";
+        };
+        /** FactPage */
+        FactPage: {
+            /** Facts */
+            facts: components["schemas"]["FactView"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /** FactStatusRequest */
+        FactStatusRequest: {
+            /** Project Id */
+            project_id: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+        };
+        /** FactStatusResponse */
+        FactStatusResponse: {
+            /** Conflict Id */
+            conflict_id?: string | null;
+            fact: components["schemas"]["FactView"];
+        };
+        /** FactView */
+        FactView: {
+            /** Confidence */
+            confidence: number | null;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Last Reinforced At */
+            last_reinforced_at: string | null;
+            /** Predicate */
+            predicate: string;
+            /** Qualifiers */
+            qualifiers: {
+                [key: string]: unknown;
+            };
+            /**
+             * Recorded From
+             * Format: date-time
+             */
+            recorded_from: string;
+            /** Recorded To */
+            recorded_to: string | null;
+            /** Source Event Ids */
+            source_event_ids: string[];
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+            /** Subject Id */
+            subject_id: string;
+            /** Supersedes Id */
+            supersedes_id: string | null;
+            /** Valid From */
+            valid_from: string | null;
+            /** Valid To */
+            valid_to: string | null;
+            /** Value */
+            value: unknown;
+            /** Version */
+            version: number;
+            /**
+             * Volatility
+             * @enum {string}
+             */
+            volatility: "stable" | "slow" | "volatile" | "ephemeral";
+        };
+        /** FactWritten */
+        FactWritten: {
+            /** Conflict Id */
+            conflict_id?: string | null;
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /**
+             * Outcome
+             * @enum {string}
+             */
+            outcome: "created" | "reinforced" | "superseded" | "conflict";
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+            /** Supersedes Id */
+            supersedes_id?: string | null;
+            /** Version */
+            version: number;
+        };
+        /** FactsRequest */
+        FactsRequest: {
+            /** Facts */
+            facts: components["schemas"]["FactIn"][];
+            /** Project Id */
+            project_id: string;
+        };
+        /** FactsResponse */
+        FactsResponse: {
+            /** Facts */
+            facts: components["schemas"]["FactWritten"][];
+        };
+        /**
+         * ForgetRequest
+         * @description Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
+         *     ``delete`` erases the rows (right to erasure) and returns a receipt.
+         */
+        ForgetRequest: {
+            /** Fact Id */
+            fact_id?: string | null;
+            /**
+             * Mode
+             * @enum {string}
+             */
+            mode: "disable" | "delete";
+            /** Project Id */
+            project_id: string;
+            /** Subject Id */
+            subject_id?: string | null;
+        };
+        /** ForgetResponse */
+        ForgetResponse: {
+            /** Counts */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Forgotten At
+             * Format: date-time
+             */
+            forgotten_at: string;
+            /**
+             * Mode
+             * @enum {string}
+             */
+            mode: "disable" | "delete";
+            /** Receipt Id */
+            receipt_id: string | null;
+            /**
+             * Target
+             * @enum {string}
+             */
+            target: "subject" | "fact";
         };
         /** InspectResponse */
         InspectResponse: {
@@ -191,6 +568,36 @@ export interface components {
             valid_from: string | null;
             /** Value */
             value: unknown;
+        };
+        /** ResolveRequest */
+        ResolveRequest: {
+            /**
+             * Keep Fact Id
+             * Format: uuid
+             */
+            keep_fact_id: string;
+            /** Project Id */
+            project_id: string;
+        };
+        /** ResolveResponse */
+        ResolveResponse: {
+            /**
+             * Conflict Id
+             * Format: uuid
+             */
+            conflict_id: string;
+            /**
+             * Kept Fact Id
+             * Format: uuid
+             */
+            kept_fact_id: string;
+            /**
+             * Resolved At
+             * Format: date-time
+             */
+            resolved_at: string;
+            /** Superseded Fact Ids */
+            superseded_fact_ids: string[];
         };
         /**
          * StatsOverview
@@ -271,6 +678,186 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    get_conflicts_v1_conflicts_get: {
+        parameters: {
+            query: {
+                project_id: string;
+                subject_id: string;
+                /** @description default: open */
+                status?: "open" | "resolved";
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConflictPage"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_resolve_v1_conflicts__conflict_id__resolve_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description id of an open conflict set */
+                conflict_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResolveRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResolveResponse"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict_not_found: Unknown conflict set id, or one of another project (the same answer); fact_not_found: Unknown fact id, or one of another project (the same answer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict_not_open: The conflict set was already resolved */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 256 KiB (262144 bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); illegal_status_transition: The fact's lifecycle graph (SPEC §11) has no edge from its status to the one asked */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     post_context_v1_context_post: {
         parameters: {
             query?: never;
@@ -284,7 +871,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Successful Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -311,7 +898,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description validation_error: request body over 256 KiB */
+            /** @description payload_too_large: request body over 256 KiB (262144 bytes) */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -329,7 +916,467 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_scope, budget_exceeded or validation_error */
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); budget_exceeded: `budget_tokens` is not a positive integer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_events_v1_events_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventsRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventsResponse"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description idempotency_conflict: An event's `id` or `idempotency_key` was already used for a different event */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_facts_v1_facts_get: {
+        parameters: {
+            query: {
+                project_id: string;
+                subject_id: string;
+                /** @description default: active */
+                status?: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+                predicate?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactPage"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_facts_v1_facts_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FactsRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactsResponse"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description stale_supersedes: `supersedes_id` names a fact that is not (or no longer) the active fact of the record's subject and predicate; fact_in_open_conflict: `supersedes_id` names a fact of an open conflict set: resolve the set first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); unknown_reference: A record names an event or fact that does not exist in its scope (another project's ids give the same answer as unknown ones) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_fact_status_v1_facts__fact_id__status_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description id of a fact of the key's project */
+                fact_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FactStatusRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactStatusResponse"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description fact_not_found: Unknown fact id, or one of another project (the same answer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 256 KiB (262144 bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); illegal_status_transition: The fact's lifecycle graph (SPEC §11) has no edge from its status to the one asked */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_forget_v1_forget_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForgetRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ForgetResponse"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description fact_not_found: Unknown fact id, or one of another project (the same answer) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 256 KiB (262144 bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); illegal_status_transition: The fact's lifecycle graph (SPEC §11) has no edge from its status to the one asked */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -373,7 +1420,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Successful Response */
+            /** @description OK */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -400,7 +1447,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description trace_not_found (inspect) or not_found (no such route) */
+            /** @description trace_not_found: Unknown trace id, or one of another scope (the same answer: no existence leak) */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -409,7 +1456,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_scope, budget_exceeded or validation_error */
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -477,16 +1524,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description trace_not_found (inspect) or not_found (no such route) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
-            /** @description missing_scope, budget_exceeded or validation_error */
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -55,6 +55,37 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(await codeOf(bad.context({ subject_id: SUBJECT, query: QUERY })), ["unauthorized", 401]);
   });
 
+  test("writes: an event is served by the next context call; facts, conflicts, forget", async () => {
+    const client = haki();
+    const who = `ts-${Math.random().toString(16).slice(2, 12)}`;
+    const text = "Je serai absente du 3 au 21 mars : écrivez à Julie Martin pour la facture.";
+    const written = await client.rememberEvent({ subject_id: who, kind: "conversation.message", text, idempotency_key: `${who}-1` });
+    assert.equal(written.deduplicated, false);
+    const again = await client.rememberEvent({ subject_id: who, kind: "conversation.message", text, idempotency_key: `${who}-1` });
+    assert.deepEqual([again.id, again.deduplicated], [written.id, true]);
+    const answer = await client.context({ subject_id: who, query: "Qui contacter pour la facture pendant son absence ?", purpose: "support_reply" });
+    assert.deepEqual(answer.packet.episodes.map((e) => e.event_id), [written.id]);
+    assert.match(render(answer), /Julie Martin/);
+
+    const lyon = await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Lyon" }, confidence: 0.5 });
+    assert.equal(lyon.outcome, "created");
+    assert.equal((await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Lyon" } })).outcome, "reinforced");
+    const paris = await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Paris" } });
+    assert.equal(paris.outcome, "conflict");
+    const open = await client.listConflicts({ subject_id: who, status: "open" });
+    assert.deepEqual(open.conflicts.map((c) => c.id), [paris.conflict_id]);
+    const resolved = await client.resolveConflict(paris.conflict_id, paris.id);
+    assert.deepEqual(resolved.superseded_fact_ids, [lyon.id]);
+    const page = await client.listFacts({ subject_id: who, status: "active", limit: 10 });
+    assert.deepEqual(page.facts.map((f) => [f.id, f.value.city]), [[paris.id, "Paris"]]);
+    assert.equal((await client.setFactStatus(paris.id, "disabled")).fact.status, "disabled");
+    const erased = await client.forget({ mode: "delete", subject_id: who });
+    assert.equal(erased.target, "subject");
+    assert.deepEqual((await client.listFacts({ subject_id: who })).facts, []);
+    assert.deepEqual(await codeOf(client.writeEvents([])), ["validation_error", 422]);
+    assert.deepEqual(await codeOf(client.recordFact({ subject_id: "", predicate: "p", value: 1 })), ["missing_scope", 422]);
+  });
+
   test("a live hostile packet renders for the service to check", async () => {
     const client = haki();
     const answer = await client.context({ subject_id: HOSTILE_SUBJECT, query: HOSTILE_QUERY, purpose: "test", budget_tokens: 4000 });
@@ -193,6 +224,37 @@ describe("retries, timeouts and fail-open", () => {
       assert.deepEqual(await codeOf(client.statsOverview()), ["unexpected_response", 502]);
       assert.equal(s.requests.length, 3);
     } finally { await s.close(); }
+  });
+
+  test("a retried event batch carries the same idempotency keys", async () => {
+    const written = { status: 201, body: { events: [{ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", deduplicated: true }] } };
+    const s = await stub([{ status: 200, body: {}, delayMs: 1000 }, written]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, timeoutMs: 200 });
+      const answer = await client.rememberEvent({ subject_id: "s", kind: "conversation.message", text: "hello" });
+      assert.equal(answer.deduplicated, true);
+      assert.equal(s.requests.length, 2);
+      const [first, second] = s.requests.map((r) => JSON.parse(r.body));
+      assert.deepEqual(first, second);
+      assert.match(first.events[0].idempotency_key, /^haki-client-/);
+      assert.deepEqual(first.events[0].payload, { text: "hello" });
+    } finally { await s.close(); }
+  });
+
+  test("a fact write that may have run is not retried; a 503 one is", async () => {
+    const s = await stub([{ status: 200, body: {}, delayMs: 1000 }, OK]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, timeoutMs: 200 });
+      assert.deepEqual(await codeOf(client.recordFact({ subject_id: "s", predicate: "p", value: 1 })), ["connection_error", null]);
+      assert.equal(s.requests.length, 1);
+    } finally { await s.close(); }
+    const created = { status: 201, body: { facts: [{ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", outcome: "created", status: "active", version: 1 }] } };
+    const t = await stub([UNAVAILABLE, created]);
+    try {
+      const client = new HakiClient({ url: t.url, apiKey: "hk_x", projectId: "p", backoffMs: 10 });
+      assert.equal((await client.recordFact({ subject_id: "s", predicate: "p", value: 1 })).outcome, "created");
+      assert.equal(t.requests.length, 2);
+    } finally { await t.close(); }
   });
 
   test("backoff is jittered and capped", () => {
