@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from haki_client import HakiClient
 from haki_local.demo import DEMO_PROJECT
 from tests.clients.stub import closed_port_url
 from tests.e2e.conftest import Server
@@ -34,6 +35,20 @@ def test_the_agent_loop_prints_prompts_with_memory(haki_server: Server):
     assert "user: Bonjour, c'est encore moi" in prompts[1]
     assert "assistant: <reply to turn 1>" in prompts[1]  # the transcript is kept
     assert "open_conflict" in done.stderr
+    # Each turn was captured: the second turn's memory serves the first one as an episode.
+    episodes = prompts[1].split("Episodes:\n", 1)[1]
+    assert "conversation.message: Bonjour, c'est encore moi pour ma facture de mai." in episodes
+
+
+def test_a_replayed_conversation_is_captured_once(haki_server: Server):
+    env = {"HAKI_URL": haki_server.url, "HAKI_API_KEY": haki_server.key,
+           "HAKI_PROJECT_ID": DEMO_PROJECT}
+    args = ("--subject", "example-replay", "--conversation", "c-1", "Mon code client est 77.")
+    assert run_example(env, *args).returncode == 0
+    assert run_example(env, *args).returncode == 0
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        answer = haki.context("example-replay", "code client", purpose="test")
+    assert len(answer.packet.episodes) == 1
 
 
 def test_the_agent_loop_answers_without_haki():
@@ -42,3 +57,4 @@ def test_the_agent_loop_answers_without_haki():
     assert done.returncode == 0, done.stderr
     assert "trace None" in done.stdout and "[memory]" not in done.stdout
     assert "user: Hello?" in done.stdout and "haki_unavailable" in done.stderr
+    assert "turn 1 not captured: connection_error" in done.stderr

@@ -5,6 +5,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import uuid
 from typing import Any
 
 import pytest
@@ -61,6 +62,33 @@ def test_recall_and_inspect_over_stdio(haki_server: Server):
     assert trace["memory"] == data["memory"]
     assert {d["action"] for d in trace["decisions"]} >= {"included", "blocked"}
     assert missing.is_error and "trace_not_found" in text(missing)
+
+
+def test_remember_record_recall_and_forget_over_stdio(haki_server: Server):
+    env = {"HAKI_URL": haki_server.url, "HAKI_API_KEY": haki_server.key,
+           "HAKI_PROJECT_ID": DEMO_PROJECT}
+    who = f"mcp-{uuid.uuid4().hex[:10]}"
+    text_said = "Je serai absente du 3 au 21 mars : écrivez à Julie Martin pour la facture."
+    tools, [remembered, again, recorded, recalled, forgotten, after] = run(env, [
+        ("remember", {"subject_id": who, "text": text_said, "idempotency_key": f"{who}-1"}),
+        ("remember", {"subject_id": who, "text": text_said, "idempotency_key": f"{who}-1"}),
+        ("record_fact", {"subject_id": who, "predicate": "preferred_language", "value": "fr",
+                         "confidence": 0.9}),
+        ("recall", {"subject_id": who, "query": "Qui contacter pour la facture ?"}),
+        ("forget", {"subject_id": who, "mode": "delete"}),
+        ("recall", {"subject_id": who, "query": "Qui contacter pour la facture ?"}),
+    ])
+    annotations = {tool.name: tool.annotations for tool in tools}
+    assert annotations["forget"].destructive_hint and not annotations["remember"].read_only_hint
+    assert not any(r.is_error for r in (remembered, again, recorded, recalled, forgotten))
+    event_id = remembered.structured_content["event_id"]
+    assert again.structured_content == {"event_id": event_id, "deduplicated": True}
+    assert recorded.structured_content["outcome"] == "created"
+    memory = recalled.structured_content["memory"]
+    assert "Julie Martin" in memory and "preferred language: fr" in memory
+    assert forgotten.structured_content["target"] == "subject"
+    assert forgotten.structured_content["counts"]["facts"] == 1
+    assert after.structured_content["memory"] == ""
 
 
 def test_recall_fails_open_and_errors_carry_the_code(haki_server: Server):

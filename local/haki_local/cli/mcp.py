@@ -6,8 +6,9 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     mcp = subparsers.add_parser(
-        "mcp", help="MCP server on stdio (tools: recall, inspect) for agent hosts; "
-                    "configured by HAKI_URL, HAKI_API_KEY and HAKI_PROJECT_ID")
+        "mcp", help="MCP server on stdio for agent hosts (tools: recall, remember, "
+                    "record_fact, forget, inspect); configured by HAKI_URL, HAKI_API_KEY and "
+                    "HAKI_PROJECT_ID")
     mcp.set_defaults(run=_run)
 
 
