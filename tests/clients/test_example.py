@@ -36,8 +36,9 @@ def test_the_agent_loop_prints_prompts_with_memory(haki_server: Server):
     assert "assistant: <reply to turn 1>" in prompts[1]  # the transcript is kept
     assert "open_conflict" in done.stderr
     # Each turn was captured: the second turn's memory serves the first one as an episode.
-    episodes = prompts[1].split("Episodes:\n", 1)[1]
-    assert "conversation.message: Bonjour, c'est encore moi pour ma facture de mai." in episodes
+    memory = prompts[1].split("<haki_memory>", 1)[1].split("</haki_memory>", 1)[0]
+    episodes = memory.split("Episodes:\n", 1)[1]
+    assert "Bonjour, c'est encore moi pour ma facture de mai." in episodes
 
 
 def test_a_replayed_conversation_is_captured_once(haki_server: Server):
