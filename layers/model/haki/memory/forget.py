@@ -63,8 +63,7 @@ WITH facts_gone AS (
     RETURNING trace_id, created_at
 ), traces_gone AS (
     DELETE FROM context_traces AS t USING calls_gone AS c
-    WHERE t.trace_id = c.trace_id AND t.created_at = c.created_at
-      AND t.project_id = %(project_id)s
+    WHERE t.trace_id = c.trace_id AND t.project_id = %(project_id)s
     RETURNING cardinality(t.ordinals) AS decisions
 ), rollups_gone AS (
     DELETE FROM stats_rollups WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
@@ -93,8 +92,7 @@ WITH calls AS (
 ), mentions AS (
     SELECT t.trace_id, t.created_at,
            cardinality(array_positions(t.fact_ids, %(id)s::uuid)) AS decisions
-    FROM context_traces AS t JOIN calls AS c
-      ON t.trace_id = c.trace_id AND t.created_at = c.created_at
+    FROM context_traces AS t JOIN calls AS c ON t.trace_id = c.trace_id
     WHERE t.project_id = %(project_id)s AND %(id)s::uuid = ANY (t.fact_ids)
 ), traces_gone AS (
     UPDATE context_traces AS t
