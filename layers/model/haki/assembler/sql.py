@@ -312,11 +312,11 @@ text_arm AS (
            row_number() OVER (ORDER BY hit.score DESC, hit.id) AS text_arm_rank
     FROM terms
     CROSS JOIN LATERAL haki_idf_search(
-        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_term_cap)s, %(text_top_k)s)
+        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_candidates)s, %(text_top_k)s)
         AS hit
     WHERE %(use_text_arm)s
 ),
-arms AS (
+arms AS MATERIALIZED (
     SELECT item, id, v.vector_rank, t.text_arm_rank, t.text_score
     FROM vector_arm AS v
     FULL JOIN text_arm AS t USING (item, id)
