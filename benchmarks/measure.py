@@ -8,6 +8,7 @@ runtime role (row-level security on, as in production).
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -20,6 +21,7 @@ from haki.assembler import QueryVector, RetrievalConfig, assemble
 from haki.assembler import sql as assembler_sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database
+from haki.db.connection import acting_for
 from haki.embedding import Embedder
 from haki.models import ContextRequest
 
@@ -44,6 +46,12 @@ class Context:
     app_url: str
     config: RetrievalConfig
     embedder: Embedder | None
+    #: project → the hash of a key of that project: every call acts for it (RLS follows keys).
+    keys: dict[str, str]
+
+    def tenant(self, q: BenchQuery) -> AbstractContextManager[None]:
+        """The runtime role acting for the question's project, as the API edge binds a key."""
+        return acting_for(self.keys[q.project_id])
 
     @property
     def naive_config(self) -> RetrievalConfig:
@@ -75,7 +83,8 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConf
     if ctx.embedder is not None:
         ctx.embedder.embed_query(q.text)
     embedded = time.perf_counter()
-    result = assemble(_request(q), QueryVector(q.vector), db=db, config=config)
+    with ctx.tenant(q):
+        result = assemble(_request(q), QueryVector(q.vector), db=db, config=config)
     finished = time.perf_counter()
     return Call(
         e2e_ms=(finished - started) * 1000.0, embed_ms=(embedded - started) * 1000.0,
@@ -113,7 +122,7 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     counted = Protocol([], [], [])
     try:
         for q in queries:
-            with db.count_protocol() as counts:
+            with ctx.tenant(q), db.count_protocol() as counts:
                 assemble(_request(q), QueryVector(q.vector), db=db, config=ctx.config)
             counted.statements.append(counts.statements)
             counted.transaction_control.append(counts.transaction_control)
@@ -139,7 +148,7 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
     try:
         for i, q in enumerate([*queries[:warmup], *queries]):
             params = query_parameters(_request(q), q.vector, config)
-            with db.transaction(q.project_id) as conn:
+            with ctx.tenant(q), db.transaction(q.project_id) as conn:
                 started = time.perf_counter()
                 with conn.pipeline():
                     conn.execute(planner, params)
@@ -176,9 +185,10 @@ def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
     try:
         for q in queries:
             params = query_parameters(_request(q), q.vector, arm_only)
-            exact = _arm_ids(db, q, params, settings=True, exact=True)
-            hnsw = _arm_ids(db, q, params, settings=True, exact=False)
-            plain = _arm_ids(db, q, params, settings=False, exact=False)
+            with ctx.tenant(q):
+                exact = _arm_ids(db, q, params, settings=True, exact=True)
+                hnsw = _arm_ids(db, q, params, settings=True, exact=False)
+                plain = _arm_ids(db, q, params, settings=False, exact=False)
             denominator = max(1, len(exact))
             tuned.append(len(exact & hnsw) / denominator)
             defaults.append(len(exact & plain) / denominator)
@@ -203,8 +213,9 @@ def trace_rows(owner_url: str, trace_ids: Sequence[UUID]) -> list[int]:
     """Decision rows persisted for each call."""
     with psycopg.connect(owner_url, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT c.trace_id, count(t.ordinal) FROM context_calls AS c "
-            "LEFT JOIN context_traces AS t USING (trace_id) "
+            "SELECT c.trace_id, coalesce(sum(cardinality(t.ordinals)), 0) "
+            "FROM context_calls AS c "
+            "LEFT JOIN context_traces AS t USING (trace_id, created_at) "
             "WHERE c.trace_id = ANY (%s) GROUP BY c.trace_id",
             (list(trace_ids),),
         ).fetchall()

@@ -212,83 +212,65 @@ FROM events;
 -- term-frequency saturation and length normalisation were measured and left out: neither was
 -- worth 0.005 recall on the dev sets (docs/benchmarks.md), and the term frequencies would cost
 -- an unnest of every candidate's tsvector.
---
--- Candidates: the rows holding the query's rarest terms — terms taken in ascending document
--- frequency while their frequencies add up to at most p_candidates (the rarest always), ORed,
--- found by the GIN indexes (facts_search_vector_gin, 0004; events_search_vector_gin, above),
--- at most p_candidates rows per table. A row holding only common terms scores little anyway
--- (measured: a budget of 100 to 1000 candidates leaves recall unchanged on the dev sets).
--- Each candidate is then scored on every query term it holds (@@ on its own tsvector).
+-- Candidates: for each query term, at most p_cap rows holding it, by the GIN indexes
+-- (facts_search_vector_gin, 0004; events_search_vector_gin, above). A term rarer than the cap
+-- brings every row holding it; a commoner one — whose idf is small — its first p_cap. Each
+-- candidate is then scored on every query term it holds (@@ on its own tsvector).
 CREATE FUNCTION haki_idf_search(
-    p_subject_id text, p_terms text[], p_with_events boolean, p_candidates integer,
-    p_limit integer)
+    p_subject_id text, p_terms text[], p_with_events boolean, p_cap integer, p_limit integer)
 RETURNS TABLE (item text, id uuid, score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 32
 SET search_path = public, pg_temp
 AS $$
 DECLARE
     v_project text := NULLIF(current_setting('haki.project_id', true), '');
-    v_docs bigint;
-    v_terms text[];
-    v_idf float8[];
-    v_seek tsquery;
 BEGIN
     IF v_project IS NULL OR coalesce(cardinality(p_terms), 0) = 0 THEN
         RETURN;
     END IF;
-    SELECT s.fact_docs + CASE WHEN p_with_events THEN s.event_docs ELSE 0 END INTO v_docs
-    FROM text_scope_stats AS s
-    WHERE s.project_id = v_project AND s.subject_id = p_subject_id;
-    IF coalesce(v_docs, 0) = 0 THEN
-        RETURN;
-    END IF;
-    SELECT array_agg(known.term ORDER BY known.df, known.term),
-           array_agg(ln(1 + (v_docs - known.df + 0.5)::float8 / (known.df + 0.5))
-                     ORDER BY known.df, known.term),
-           tsquery_or_agg(plainto_tsquery('simple', known.term) ORDER BY known.df, known.term)
-               FILTER (WHERE known.position = 1 OR known.running <= p_candidates)
-    INTO v_terms, v_idf, v_seek
-    FROM (
-        SELECT t.term, df.n AS df,
-               sum(df.n) OVER (ORDER BY df.n, t.term) AS running,
-               row_number() OVER (ORDER BY df.n, t.term) AS position
-        FROM text_term_stats AS t
-        CROSS JOIN LATERAL (SELECT t.fact_docs + CASE WHEN p_with_events THEN t.event_docs
-                                                      ELSE 0 END AS n) AS df
-        WHERE t.project_id = v_project AND t.subject_id = p_subject_id
-          AND t.term = ANY (p_terms) AND df.n > 0
-    ) AS known;
-    IF v_terms IS NULL THEN
-        RETURN;
-    END IF;
-    -- EXECUTE: a one-shot plan with the actual values, as in haki_text_search (0008), so the
-    -- planner sees how common the sought terms are (GIN index, or a scan of a small scope).
+    -- EXECUTE: a one-shot plan with the actual values, as in haki_text_search (0008).
     RETURN QUERY EXECUTE $sql$
-        WITH terms AS (
-            SELECT plainto_tsquery('simple', t.term) AS q, t.idf
-            FROM unnest($4::text[], $5::float8[]) AS t(term, idf)
+        WITH scope AS (
+            SELECT s.fact_docs + CASE WHEN $3 THEN s.event_docs ELSE 0 END AS docs
+            FROM text_scope_stats AS s
+            WHERE s.project_id = $1 AND s.subject_id = $2
+        ),
+        terms AS (
+            SELECT plainto_tsquery('simple', t.term) AS q, t.fact_docs,
+                   CASE WHEN $3 THEN t.event_docs ELSE 0 END AS event_docs,
+                   ln(1 + (scope.docs - df.n + 0.5)::float8 / (df.n + 0.5)) AS idf
+            FROM scope
+            JOIN text_term_stats AS t ON t.project_id = $1 AND t.subject_id = $2
+            CROSS JOIN LATERAL (SELECT t.fact_docs + CASE WHEN $3 THEN t.event_docs ELSE 0 END
+                                AS n) AS df
+            WHERE t.term = ANY ($4) AND df.n > 0
         ),
         matched AS (
-            (SELECT 'fact'::text AS item, f.id, f.search_vector AS v
-             FROM facts AS f
-             WHERE f.project_id = $1 AND f.subject_id = $2
-               AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
-               AND f.search_vector @@ $6
-             LIMIT $7)
-            UNION ALL
-            (SELECT 'event'::text, e.id, e.search_vector
-             FROM events AS e
-             WHERE $3 AND e.project_id = $1 AND e.subject_id = $2 AND e.search_vector @@ $6
-             LIMIT $7)
+            SELECT DISTINCT ON (hit.item, hit.id) hit.item, hit.id, hit.v
+            FROM terms AS t
+            CROSS JOIN LATERAL (
+                (SELECT 'fact'::text AS item, f.id, f.search_vector AS v
+                 FROM facts AS f
+                 WHERE t.fact_docs > 0 AND f.project_id = $1 AND f.subject_id = $2
+                   AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
+                   AND f.search_vector @@ t.q
+                 LIMIT $5)
+                UNION ALL
+                (SELECT 'event'::text, e.id, e.search_vector
+                 FROM events AS e
+                 WHERE t.event_docs > 0 AND e.project_id = $1 AND e.subject_id = $2
+                   AND e.search_vector @@ t.q
+                 LIMIT $5)
+            ) AS hit
+            ORDER BY hit.item, hit.id
         )
         SELECT m.item, m.id, sum(t.idf) FILTER (WHERE m.v @@ t.q)
         FROM matched AS m
         CROSS JOIN terms AS t
         GROUP BY m.item, m.id
         ORDER BY 3 DESC, m.id
-        LIMIT $8
-    $sql$ USING v_project, p_subject_id, p_with_events, v_terms, v_idf, v_seek, p_candidates,
-                p_limit;
+        LIMIT $6
+    $sql$ USING v_project, p_subject_id, p_with_events, p_terms, p_cap, p_limit;
 END
 $$;
 REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer) FROM PUBLIC;

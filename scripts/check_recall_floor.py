@@ -28,7 +28,7 @@ import numpy as np
 from haki.db import Database, Role
 from haki.db.embedded import start_embedded
 from haki.embedding import get_embedder
-from haki.evaluation import Evaluator, figures, load_labelled_set, scratch_database
+from haki.evaluation import Evaluator, evaluation_keys, figures, load_labelled_set, scratch_database
 from haki.memory import MemoryWriter
 from haki.models import DEFAULT_BUDGET_TOKENS
 from haki.settings import SOURCE_ROOT, Settings
@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
             MemoryWriter(owner, embedder).write(labelled.document)
-            evaluator = Evaluator(labelled, db=app, embedder=embedder,
+            evaluator = Evaluator(labelled, db=app, keys=evaluation_keys(owner, labelled),
+                                  embedder=embedder,
                                   settings=settings.model_copy(
                                       update={"recall_max_distance": 0.0}),
                                   budget=args.budget)

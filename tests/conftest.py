@@ -7,11 +7,14 @@ Tests that need an empty database of their own (migrations) create one with
 ``fresh_database``.
 """
 
+import contextvars
 import itertools
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -19,10 +22,11 @@ import pytest
 from psycopg import sql
 
 from haki.db import Database, Role
-from haki.db.connection import connect, embedded_role_url
+from haki.db.connection import acting_for, connect, embedded_role_url
 from haki.db.embedded import start_embedded, stop_embedded
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder, get_embedder
+from haki.keys import tenant_keys
 from haki.settings import Settings
 
 _db_names = itertools.count()
@@ -96,8 +100,22 @@ def open_database() -> Iterator[Callable[[str], Database]]:
 
 
 @pytest.fixture
-def app_db(db_urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
-    """A runtime-role handle (row-level security applies)."""
+def tenant_key(db_urls: dict[Role, str], project_id: str) -> Iterator[str]:
+    """A live key of the test's project; the test acts for it (``acting_for``), as a request
+    with that key would: the runtime role then sees this project and nothing else."""
+    owner = Database(db_urls[Role.OWNER])
+    try:
+        key_hash = tenant_keys(owner, [project_id], org_id="org-test", label="tests")[project_id]
+    finally:
+        owner.close()
+    with acting_for(key_hash):
+        yield key_hash
+
+
+@pytest.fixture
+def app_db(db_urls: dict[Role, str], open_database: Callable[[str], Database],
+           tenant_key: str) -> Database:
+    """A runtime-role handle (row-level security applies), acting for the test's project."""
     return open_database(db_urls[Role.APP])
 
 
@@ -124,3 +142,22 @@ def embedder() -> Embedder:
 def settings() -> Settings:
     """Defaults: recall floor off, default volatility horizons."""
     return Settings()
+
+
+def tenant_thread(target: Callable[[], object]) -> threading.Thread:
+    """A thread that acts for the same key as the test (context variables, hence
+    ``acting_for``, are not inherited by new threads)."""
+    return threading.Thread(target=contextvars.copy_context().run, args=(target,))
+
+
+@contextmanager
+def acting_as_tenant(owner_url: str, project_id: str) -> Iterator[str]:
+    """Act for a new key of ``project_id`` in the database of ``owner_url`` (tests with a
+    database of their own); yields the key's hash."""
+    owner = Database(owner_url)
+    try:
+        key_hash = tenant_keys(owner, [project_id], org_id="org-test", label="tests")[project_id]
+    finally:
+        owner.close()
+    with acting_for(key_hash):
+        yield key_hash

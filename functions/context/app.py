@@ -5,24 +5,24 @@ on the first call) and the embedder (loaded on the first context call, not at im
 cold start that fails authentication never pays for the model).
 """
 
+from http import HTTPStatus
 from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.assembler import RetrievalConfig, assemble, embed_query
 from haki.db import Role
 from haki.embedding import Embedder, get_embedder
+from haki.errors import BudgetExceeded
 from haki.models import ContextRequest, ContextResponse
 from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
-from haki_aws.errors import register_error_handlers
-from haki_aws.observability import api_entry, logger, record_assembly, tracer
+from haki_aws.errors import responses
+from haki_aws.observability import api_entry, log_scope, logger, record_assembly, traced
 
-app = APIGatewayRestResolver(enable_validation=True)
-register_error_handlers(app)
+app = gateway.api_resolver()
 settings = get_settings()
 config = RetrievalConfig.from_settings(settings)
 db = runtime_database(Role.APP)
@@ -33,17 +33,18 @@ def embedder() -> Embedder:
     return get_embedder(settings)
 
 
-@app.post("/v1/context", summary="Assemble the context packet for a subject")
-@tracer.capture_method
+@app.post("/v1/context", summary="Assemble the context packet for a subject",
+          responses=responses(HTTPStatus.OK, BudgetExceeded))
+@traced
 def post_context(request: ContextRequest) -> ContextResponse:
     project_id = key_scope(app, request.project_id)
-    logger.append_keys(project_id=project_id, subject_id=request.subject_id)
+    log_scope(project_id, request.subject_id)
+    hits_before = embedder().cache_stats().hits
+    query = embed_query(embedder(), request.query)
     assembly = assemble(
-        request.model_copy(update={"project_id": project_id}),
-        embed_query(embedder(), request.query), db=db, config=config,
-    )
+        request.model_copy(update={"project_id": project_id}), query, db=db, config=config)
     logger.append_keys(trace_id=str(assembly.response.trace_id))
-    record_assembly(assembly)
+    record_assembly(assembly, query_cache_hit=embedder().cache_stats().hits > hits_before)
     logger.info("context served", extra={
         "facts_served": assembly.facts_served,
         "episodes_served": assembly.episodes_served,

@@ -4,39 +4,43 @@ An unknown trace id and one of another scope get the same 404, so nothing tells 
 whether another tenant's trace exists.
 """
 
+from http import HTTPStatus
 from typing import Annotated, Any
 from uuid import UUID
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.assembler.trace import load_trace
 from haki.db import Role
-from haki.models import SCOPE_MAX_CHARS, InspectResponse
+from haki.errors import TraceNotFound
+from haki.models import InspectResponse
 from haki_aws import gateway
 from haki_aws.auth import key_scope
-from haki_aws.database import runtime_database
-from haki_aws.errors import register_error_handlers
-from haki_aws.observability import api_entry, logger, tracer
+from haki_aws.database import reader_database, runtime_database
+from haki_aws.errors import responses
+from haki_aws.observability import api_entry, log_scope, traced
+from haki_aws.params import ScopeQuery
 
-app = APIGatewayRestResolver(enable_validation=True)
-register_error_handlers(app)
+app = gateway.api_resolver()
 db = runtime_database(Role.APP)
+#: The read replica when the stack has one (haki:read_replica); the writer answers otherwise,
+#: and for a trace the replica does not hold yet.
+reader = reader_database(Role.APP)
 
-ScopeParam = Annotated[str, Query(min_length=1, max_length=SCOPE_MAX_CHARS)]
 
-
-@app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call")
-@tracer.capture_method
+@app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call",
+         responses=responses(HTTPStatus.OK, TraceNotFound))
+@traced
 def get_inspect(
     trace_id: Annotated[UUID, Path(description="trace_id returned by POST /v1/context")],
-    project_id: ScopeParam,
-    subject_id: ScopeParam,
+    project_id: ScopeQuery,
+    subject_id: ScopeQuery,
 ) -> InspectResponse:
     scope = key_scope(app, project_id)
-    logger.append_keys(project_id=scope, subject_id=subject_id, trace_id=str(trace_id))
-    return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace_id)
+    log_scope(scope, subject_id, trace_id=str(trace_id))
+    return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace_id,
+                      reader=reader)
 
 
 @api_entry

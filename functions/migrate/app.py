@@ -7,8 +7,9 @@ runners), so Create and Update both just apply what is pending; Delete keeps the
 (the data outlives a stack update that drops this resource).
 
 The owner logs in directly to the database with the password from its Secrets Manager secret
-(the proxy accepts IAM logins of the runtime roles only). TLS is required; the certificate is
-not verified because the RDS CA bundle is not part of the layer.
+(the proxy accepts IAM logins of the runtime roles only), over TLS verified against the RDS CA
+bundle the layer ships (``sslmode=verify-full``; ``haki_aws.trust``): a layer built without it
+fails the deploy rather than connect unverified.
 """
 
 import json
@@ -20,6 +21,7 @@ import boto3
 from psycopg.conninfo import make_conninfo
 
 from haki.db.migrate import apply_migrations
+from haki_aws.trust import rds_ca_bundle
 
 log = logging.getLogger()
 log.setLevel(logging.INFO)
@@ -35,16 +37,20 @@ def read_secret(secret_arn: str) -> dict[str, Any]:
 
 
 def owner_conninfo(secret: Mapping[str, Any]) -> str:
-    """A libpq connection string from an RDS-attached secret."""
+    """A libpq connection string from an RDS-attached secret. A host that is a folder is a
+    Unix socket (a database on the same machine, as in the tests): TLS does not apply."""
+    host = str(secret["host"])
+    tls = {} if host.startswith("/") else {
+        "sslmode": "verify-full", "sslrootcert": str(rds_ca_bundle())}
     return make_conninfo(
-        host=secret["host"],
+        host=host,
         port=int(secret.get("port", 5432)),
         dbname=secret["dbname"],
         user=secret["username"],
         password=secret["password"],
-        sslmode="require",
         connect_timeout=10,
         application_name="haki-migrate",
+        **tls,
     )
 
 

@@ -4,38 +4,45 @@ The overview runs as the runtime role, confined to the key's project; the aggreg
 by an EventBridge schedule (not through API Gateway), runs as ``haki_stats`` across projects.
 """
 
-from typing import Annotated, Any
+from typing import Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki import stats
 from haki.db import Role
-from haki.models import SCOPE_MAX_CHARS
+from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
-from haki_aws.database import runtime_database
-from haki_aws.errors import register_error_handlers
-from haki_aws.observability import api_entry, logger, tracer
+from haki_aws.database import reader_database, runtime_database
+from haki_aws.observability import (
+    api_entry,
+    log_scope,
+    logger,
+    record_partitions,
+    scheduled_entry,
+    traced,
+)
+from haki_aws.params import OptionalScopeQuery, ScopeQuery
 
-app = APIGatewayRestResolver(enable_validation=True)
-register_error_handlers(app)
+app = gateway.api_resolver()
 db = runtime_database(Role.APP)
-stats_db = runtime_database(Role.STATS)
+#: The overview reads the replica when the stack has one (haki:read_replica): its tail of
+#: recent calls may then lag the writer by the replica's delay.
+reader = reader_database(Role.APP)
+#: The rollup may scan an hour of calls: bounded by its function's own timeout (300 s), not
+#: by the API's statement timeout.
+stats_db = runtime_database(Role.STATS, statement_timeout_ms=240_000)
 
 
 @app.get("/v1/stats/overview", summary="Usage overview of a project (optionally one subject)")
-@tracer.capture_method
+@traced
 def get_overview(
-    project_id: Annotated[str, Query(min_length=1, max_length=SCOPE_MAX_CHARS)],
-    subject_id: Annotated[
-        str | None, Query(min_length=1, max_length=SCOPE_MAX_CHARS)
-    ] = None,
+    project_id: ScopeQuery,
+    subject_id: OptionalScopeQuery = None,
 ) -> stats.StatsOverview:
     scope = key_scope(app, project_id)
-    logger.append_keys(project_id=scope, subject_id=subject_id)
-    return stats.overview(db, project_id=scope, subject_id=subject_id)
+    log_scope(scope, subject_id)
+    return stats.overview(reader or db, project_id=scope, subject_id=subject_id)
 
 
 @api_entry
@@ -43,16 +50,23 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return gateway.resolve(app, db, event, context)
 
 
-@logger.inject_lambda_context(clear_state=True)
-@tracer.capture_lambda_handler
+@scheduled_entry
 def aggregate_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Roll calls up to the watermark; the scheduled event's content is not used."""
+    """Roll calls up to the watermark, then maintain the day partitions of calls and traces
+    (ahead, and retention: ``HAKI_TRACE_RETENTION_DAYS``); the event's content is not used."""
     result = stats.aggregate(stats_db)
+    partitions = stats.maintain_partitions(
+        stats_db, retention_days=get_settings().trace_retention_days)
     summary = {
         "rolled_from": result.rolled_from.isoformat(),
         "rolled_until": result.rolled_until.isoformat(),
         "rollup_rows": result.rollup_rows,
         "calls": result.calls,
+        "partitions_created": partitions.partitions_created,
+        "partitions_dropped": partitions.partitions_dropped,
+        "default_partition_rows": partitions.default_rows,
     }
+    record_partitions(partitions.partitions_created, partitions.partitions_dropped,
+                      partitions.default_rows)
     logger.info("stats aggregated", extra=summary)
     return summary

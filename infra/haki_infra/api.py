@@ -41,6 +41,10 @@ _EDGE_ERRORS: dict[apigw.ResponseType, _EdgeError] = {
     apigw.ResponseType.QUOTA_EXCEEDED: _EdgeError("429", "quota_exceeded"),
     apigw.ResponseType.INVALID_API_KEY: _EdgeError("403", "invalid_usage_key"),
     apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN: _EdgeError("404", "not_found"),
+    # API Gateway's own 10 MB ceiling; the functions refuse far smaller bodies the same way.
+    apigw.ResponseType.REQUEST_TOO_LARGE: _EdgeError(
+        "413", "payload_too_large", "request body over API Gateway's 10 MB limit"
+    ),
     apigw.ResponseType.DEFAULT_5_XX: _EdgeError("503", "service_unavailable"),
 }
 
@@ -91,6 +95,8 @@ class Api(Construct):
                 request_parameters={"method.request.header.Authorization": True},
                 request_validator=validator,
             )
+        for path, methods in _methods_by_path(routes).items():
+            _add_method_not_allowed(self.rest_api.root.resource_for_path(path), methods)
         for response_type, error in _EDGE_ERRORS.items():
             message = f'"{error.message}"' if error.message else "$context.error.messageString"
             self.rest_api.add_gateway_response(
@@ -143,6 +149,37 @@ class Api(Construct):
     @property
     def url(self) -> str:
         return self.rest_api.url
+
+
+def _methods_by_path(routes: tuple[Route, ...]) -> dict[str, list[str]]:
+    by_path: dict[str, list[str]] = {}
+    for route in routes:
+        by_path.setdefault(route.path, []).append(route.method)
+    return by_path
+
+
+def _add_method_not_allowed(resource: apigw.IResource, methods: list[str]) -> None:
+    """``ANY`` on a routed resource answers every other method with 405 and ``Allow``, as
+    the local server does (API Gateway would otherwise say 403 "Missing Authentication
+    Token"). A mock integration: no function runs, nothing is metered."""
+    allow = ", ".join(methods)
+    body = ('{"error": {"code": "method_not_allowed", "message": '
+            f'"$context.httpMethod is not allowed here; use {allow}"}}}}')
+    resource.add_method(
+        "ANY",
+        apigw.MockIntegration(
+            request_templates={"application/json": '{"statusCode": 405}'},
+            passthrough_behavior=apigw.PassthroughBehavior.WHEN_NO_MATCH,
+            integration_responses=[apigw.IntegrationResponse(
+                status_code="405",
+                response_parameters={"method.response.header.Allow": f"'{allow}'"},
+                response_templates={"application/json": body},
+            )],
+        ),
+        authorization_type=apigw.AuthorizationType.NONE,
+        method_responses=[apigw.MethodResponse(
+            status_code="405", response_parameters={"method.response.header.Allow": True})],
+    )
 
 
 def _access_log_format() -> apigw.AccessLogFormat:

@@ -44,13 +44,19 @@ class FunctionSizing:
 
 #: Starting sizes (see docs/deploy.md, "Sizing"). ``context`` gets 1769 MB because that is the
 #: size at which Lambda grants one full vCPU, and the query embedding is single-threaded,
-#: CPU-bound work; the other functions do one or two SQL round trips and need no more than
-#: the memory that imports the core. Reserved concurrency caps what the proxy can be asked
-#: for: the sum stays well under the proxy's connection budget for the default instance.
+#: CPU-bound work; ``ingest`` too, for the same reason at a larger scale: it embeds whole
+#: batches (up to ``haki.memory.api.MAX_EMBED_TOKENS`` tokens, ~10-15 s on one core at
+#: worst), so its timeout is API Gateway's own 29 s: past it the caller has had its 504 and a
+#: write that commits later would only surprise a retry. The other functions do one or two SQL
+#: round trips and need no more than the memory that imports the core (``memory``'s erasure
+#: of a large subject is one statement). Reserved concurrency caps what the proxy can be
+#: asked for: the sum stays well under the proxy's connection budget for the default instance.
 DEFAULT_SIZING: dict[str, FunctionSizing] = {
     "context": FunctionSizing(memory_mb=1769, timeout_s=15, reserved_concurrency=40),
     "inspect": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
     "stats": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
+    "ingest": FunctionSizing(memory_mb=1769, timeout_s=29, reserved_concurrency=20),
+    "memory": FunctionSizing(memory_mb=512, timeout_s=15, reserved_concurrency=10),
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
@@ -96,11 +102,19 @@ class HakiConfig:
     bastion: bool = False
     #: Extra ``HAKI_*`` runtime variables for every function (recall floor, horizons, ...).
     runtime_env: dict[str, str] = field(default_factory=dict)
+    #: Opt-in (issue 12): a read-only RDS Proxy endpoint over the Aurora reader (a reader is
+    #: added in dev mode too), given to the inspect and stats functions only
+    #: (``HAKI_DB_READER_HOST``). Aurora only: RDS Proxy has no read-only endpoint over an RDS
+    #: instance's read replicas.
+    read_replica: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.sizing) - set(DEFAULT_SIZING)
         if unknown:
             raise ValueError(f"{PREFIX}sizing: unknown functions {sorted(unknown)}")
+        if self.read_replica and self.engine is not Engine.AURORA:
+            raise ValueError(f"{PREFIX}read_replica needs {PREFIX}engine=aurora (RDS Proxy "
+                             "read-only endpoints exist for Aurora clusters only)")
         bad_env = [k for k in self.runtime_env if k not in RUNTIME_ENV_NAMES]
         if bad_env:
             raise ValueError(f"{PREFIX}runtime_env: not runtime settings: {bad_env}")
@@ -196,5 +210,6 @@ _PARSERS: dict[str, Any] = {
     "alarm_email": _optional_str,
     "bastion": _bool,
     "runtime_env": _str_map,
+    "read_replica": _bool,
 }
 _FIELD_NAMES = frozenset(f.name for f in fields(HakiConfig))

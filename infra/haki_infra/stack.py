@@ -41,11 +41,22 @@ SERVICE_FUNCTIONS = (
     ServiceFunction("context", "context", "app.handler", Role.APP, "POST /v1/context"),
     ServiceFunction("inspect", "inspect", "app.handler", Role.APP, "GET /v1/inspect/{trace_id}"),
     ServiceFunction("stats", "stats", "app.handler", Role.APP, "GET /v1/stats/overview"),
+    # The writes that embed, and the memory routes that run SQL only (functions/*/app.py).
+    ServiceFunction("ingest", "ingest", "app.handler", Role.APP, "POST /v1/events, /v1/facts"),
+    ServiceFunction(
+        "memory", "memory", "app.handler", Role.APP, "Facts, conflicts, forget (SQL only)"
+    ),
     # The scheduled rollup lives beside the overview handler, reading across projects.
     ServiceFunction(
         "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"
     ),
 )
+
+
+#: The functions that may read a replica (haki:read_replica): inspect and the stats overview.
+#: The context and write functions and the rollup never do (read-after-write, and the rollup's
+#: watermark must see every committed call).
+READER_FUNCTIONS = frozenset({"inspect", "stats"})
 
 
 class HakiStack(Stack):
@@ -58,6 +69,7 @@ class HakiStack(Stack):
         network = Network(self, "Network", config=config)
         database = Database(self, "Database", config=config, network=network)
         proxy = Proxy(self, "Proxy", network=network, database=database)
+        reader_host = proxy.add_reader_endpoint() if config.read_replica else None
         layer = ModelLayer(
             self,
             "ModelLayer",
@@ -90,6 +102,8 @@ class HakiStack(Stack):
                     "HAKI_DB_NAME": DATABASE_NAME,
                     "HAKI_DB_USER": spec.db_user.value,
                     "HAKI_DB_IAM_AUTH": "1",
+                    **({"HAKI_DB_READER_HOST": reader_host}
+                       if reader_host and spec.key in READER_FUNCTIONS else {}),
                 },
                 log_retention=config.log_retention,
             )

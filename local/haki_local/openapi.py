@@ -1,10 +1,12 @@
 """The public OpenAPI document, generated from the handlers' resolvers.
 
-Each function's resolver describes its own route (Pydantic request and response models);
-the three are merged into one document, completed with what the resolvers do not know: the
-bearer-key security scheme and the error contract (``{"error": {"code", "message"}}``) with
-the statuses each route can answer. ``haki openapi`` writes it to ``docs/openapi.json``; a
-test fails when the committed file is out of date.
+Each function's resolver describes its own routes (Pydantic request and response models, the
+success status, and the domain errors each route declares with ``haki_aws.errors.responses``);
+the documents are merged into one, completed with what the resolvers do not know: the
+bearer-key security scheme and the errors every route may answer (``{"error": {"code",
+"message"}}``), the 413 of each route with its own body limit (``haki_aws.routes``).
+``haki openapi`` writes it to ``docs/openapi.json``; a test fails when the committed file is
+out of date.
 """
 
 import json
@@ -14,7 +16,8 @@ from typing import Any
 
 from haki import __version__
 from haki.settings import SOURCE_ROOT
-from haki_aws.routes import ROUTES
+from haki_aws.errors import CONTENT_TYPE, ERROR_SCHEMA_REF
+from haki_aws.routes import ROUTES, Route
 
 OPENAPI_PATH = SOURCE_ROOT / "docs" / "openapi.json"
 TITLE = "Haki context assembler API"
@@ -34,52 +37,77 @@ _ERROR_SCHEMA = {
         }
     },
 }
-_ERRORS = {
+#: What any route may answer, before or besides its own domain errors.
+_EVERY_ROUTE = {
     "401": "unauthorized: missing, unknown or revoked API key",
     "403": "forbidden_scope: the project is not the API key's",
-    "404": "trace_not_found (inspect) or not_found (no such route)",
-    "413": "validation_error: request body over 256 KiB",
-    "415": "validation_error: request body is not JSON",
-    "422": "missing_scope, budget_exceeded or validation_error",
+    "422": "missing_scope (project_id or subject_id absent or empty) or validation_error "
+           "(malformed JSON, wrong type, unknown field, bad id; a batch names the record, "
+           "e.g. facts[3])",
     "500": "internal_error",
     "503": "service_unavailable: the memory store cannot be reached",
 }
-_NOT_FOR = {
-    "GET": {"413", "415"},
-    "POST": {"404"},
+_BODY_ROUTE = {
+    "415": "validation_error: request body is not JSON",
 }
+
+
+def _body_limit(route: Route) -> str:
+    size = route.max_body_bytes
+    unit = f"{size // (1024 * 1024)} MiB" if size % (1024 * 1024) == 0 else f"{size // 1024} KiB"
+    return f"payload_too_large: request body over {unit} ({size} bytes)"
+
+
+def _common_errors(route: Route) -> dict[str, str]:
+    if route.method == "GET":
+        return dict(_EVERY_ROUTE)
+    return {**_EVERY_ROUTE, "413": _body_limit(route), **_BODY_ROUTE}
+
+
+def _error_response(description: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {CONTENT_TYPE: {"schema": {"$ref": ERROR_SCHEMA_REF}}}}
+
+
+def _is_error_response(response: dict[str, Any]) -> bool:
+    return response.get("content", {}).get(CONTENT_TYPE, {}).get("schema") == {
+        "$ref": ERROR_SCHEMA_REF}
+
+
+def _complete(operation: dict[str, Any], route: Route) -> None:
+    """Add the errors every route may answer to the operation's own: a status the route
+    already declares (e.g. its own 422 ``unknown_reference``) lists both."""
+    responses = operation["responses"]
+    for status, description in _common_errors(route).items():
+        declared = responses.get(status)
+        if declared is not None and _is_error_response(declared):
+            description = f"{description}; {declared['description']}"
+        responses[status] = _error_response(description)
 
 
 def build_openapi() -> dict[str, Any]:
     """The merged document of every routed function."""
     document: dict[str, Any] = {}
+    paths: dict[str, dict[str, Any]] = {}
+    schemas: dict[str, Any] = {}
     for route in ROUTES:
         app = import_module(f"functions.{route.function}.app").app
         part = json.loads(app.get_openapi_json_schema(title=TITLE, version=__version__))
-        if not document:
-            document = part
-            continue
-        document["paths"].update(part["paths"])
-        document.setdefault("components", {}).setdefault("schemas", {}).update(
-            part.get("components", {}).get("schemas", {}))
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        document = document or part
+        operation = part["paths"][route.path][route.method.lower()]
+        _complete(operation, route)
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+        schemas.update(part.get("components", {}).get("schemas", {}))
     for generic in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(generic, None)
     schemas["Error"] = _ERROR_SCHEMA
-    document["components"]["securitySchemes"] = {
-        "apiKey": {"type": "http", "scheme": "bearer", "description": "hk_... API key"}
+    document["paths"] = paths
+    document["components"] = {
+        "schemas": schemas,
+        "securitySchemes": {
+            "apiKey": {"type": "http", "scheme": "bearer", "description": "hk_... API key"}},
     }
     document["security"] = [{"apiKey": []}]
-    for methods in document["paths"].values():
-        for method, operation in methods.items():
-            for status, description in _ERRORS.items():
-                if status in _NOT_FOR.get(method.upper(), set()):
-                    continue
-                operation["responses"][status] = {
-                    "description": description,
-                    "content": {"application/json": {
-                        "schema": {"$ref": "#/components/schemas/Error"}}},
-                }
     return document
 
 

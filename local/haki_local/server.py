@@ -4,14 +4,17 @@ Routes come from :data:`haki_aws.routes.ROUTES`, the table the CDK stack builds 
 and each is served by ``functions/<name>/app.py:handler``, imported in process: local and
 deployed runs execute the same code. Like a Lambda container, each handler module serves one
 request at a time (its database connection and resolver are not shared between requests), so
-dispatch is serialised. The handlers' EMF metric lines (stdout) are dropped: there is no
-CloudWatch here; their JSON logs go to the console.
+dispatch is serialised within a process; ``haki_local.workers`` runs several processes on one
+socket to serve requests in parallel. The handlers' EMF metric lines (stdout) are dropped:
+there is no CloudWatch here; their JSON logs go to the console.
 """
 
 import base64
 import contextlib
 import io
+import os
 import re
+import socket
 import threading
 import time
 import uuid
@@ -80,6 +83,7 @@ class LocalGateway:
         url = urlsplit(target)
         path = url.path.rstrip("/") or "/"
         request_id = str(uuid.uuid4())
+        allowed: list[str] = []
         for route, pattern in self._routes:
             match = pattern.match(path)
             if match and route.method == method:
@@ -89,11 +93,16 @@ class LocalGateway:
                 with self._lock, contextlib.redirect_stdout(io.StringIO()):
                     result = self._handlers[route.function](event, context)
                 return _reply(result, request_id)
-        return Reply(
-            HTTPStatus.NOT_FOUND,
-            {"Content-Type": CONTENT_TYPE, "x-amzn-RequestId": request_id},
-            error_body("not_found", f"no route for {method} {path}").encode(),
-        )
+            if match:
+                allowed.append(route.method)
+        headers_out = {"Content-Type": CONTENT_TYPE, "x-amzn-RequestId": request_id}
+        if allowed:
+            return Reply(
+                HTTPStatus.METHOD_NOT_ALLOWED, {**headers_out, "Allow": ", ".join(allowed)},
+                error_body("method_not_allowed",
+                           f"{method} is not allowed on {path}; use {', '.join(allowed)}").encode())
+        return Reply(HTTPStatus.NOT_FOUND, headers_out,
+                     error_body("not_found", f"no route for {method} {path}").encode())
 
 
 def proxy_event(
@@ -141,40 +150,83 @@ def _reply(result: Mapping[str, Any], request_id: str) -> Reply:
     for name, values in (result.get("multiValueHeaders") or {}).items():
         headers[name] = ", ".join(str(v) for v in values)
     headers["x-amzn-RequestId"] = request_id
+    # Which worker process served it (``haki_local.workers``): local runs only.
+    headers["X-Haki-Worker"] = str(os.getpid())
     body = result.get("body") or ""
     payload = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
     return Reply(int(result["statusCode"]), headers, payload)
 
 
-def make_server(host: str, port: int, gateway: LocalGateway) -> ThreadingHTTPServer:
-    """An HTTP server on ``host:port`` (port 0 picks a free one) that feeds ``gateway``."""
+def _content_length(header: str | None) -> int | None:
+    """The body length a request announces: 0 when absent, ``None`` when not a plain
+    non-negative integer (a negative length would make the server read until the client
+    closes)."""
+    if header is None or header.strip() == "":
+        return 0
+    text = header.strip()
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+
+
+def _refused(status: HTTPStatus, message: str) -> Reply:
+    """A request refused before it reaches the gateway (what API Gateway itself would do)."""
+    return Reply(status, {"Content-Type": CONTENT_TYPE},
+                 error_body("validation_error", message).encode())
+
+
+#: A local page mounted beside the API (the trace console): it answers the requests of its
+#: own paths and returns ``None`` for every other, which the gateway then serves.
+Mount = Callable[[str, str, Mapping[str, str]], Reply | None]
+
+
+def serve_on(sock: socket.socket, gateway: LocalGateway,
+             mounts: tuple[Mount, ...] = ()) -> ThreadingHTTPServer:
+    """An HTTP server accepting from an already listening ``sock`` (a worker's)."""
+    server = ThreadingHTTPServer(sock.getsockname(), _request_handler(gateway, mounts),
+                                 bind_and_activate=False)
+    server.socket.close()
+    server.socket = sock
+    server.daemon_threads = True
+    return server
+
+
+def _request_handler(gateway: LocalGateway,
+                     mounts: tuple[Mount, ...] = ()) -> type[BaseHTTPRequestHandler]:
+    """The request handler class feeding ``mounts``, then ``gateway``."""
 
     class RequestHandler(BaseHTTPRequestHandler):
         server_version = "haki-local"
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_PAYLOAD_BYTES:
-                reply = Reply(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                              {"Content-Type": CONTENT_TYPE},
-                              error_body("validation_error", "payload too large").encode())
+            length = _content_length(self.headers.get("Content-Length"))
+            if length is None:
+                reply = _refused(HTTPStatus.BAD_REQUEST, "invalid Content-Length header")
+                self.close_connection = True
+            elif length > MAX_PAYLOAD_BYTES:
+                reply = _refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload too large")
                 self.close_connection = True
             else:
                 body = self.rfile.read(length) if length else b""
-                reply = gateway.dispatch(self.command, self.path, dict(self.headers.items()),
-                                         body)
+                headers = dict(self.headers.items())
+                reply = next((r for mount in mounts
+                              if (r := mount(self.command, self.path, headers)) is not None),
+                             None) or gateway.dispatch(self.command, self.path, headers, body)
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            if self.command != "HEAD":
+                self.wfile.write(reply.body)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+        def __getattr__(self, name: str) -> Any:
+            """Every method (``do_GET``, ``do_TRACE``, ``do_QUERY``…) reaches the gateway, which
+            answers 405 + Allow on a known path — the standard library would answer one it has
+            no ``do_`` for with an HTML 501."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
         def log_message(self, format: str, *args: Any) -> None:
             """Access log lines are left to the handlers' structured logs."""
 
-    server = ThreadingHTTPServer((host, port), RequestHandler)
-    server.daemon_threads = True
-    return server
+    return RequestHandler

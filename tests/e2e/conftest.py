@@ -2,18 +2,12 @@
 migrations, demo data, dev key), called over real HTTP with urllib."""
 
 import json
-import os
-import queue
-import re
-import signal
 import subprocess
 import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,59 +17,13 @@ import pytest
 from haki.db import Role
 from haki.db.connection import DATABASE_NAME, connect, embedded_role_url
 from haki.db.embedded import start_embedded
+from haki_local.launch import LocalApi, local_env, start, stop
 
-STARTUP_TIMEOUT_S = 180
-_URL = re.compile(r"^Haki local API: (http://\S+)$")
-_KEY = re.compile(r"^API key \(([^)]+)\): (hk_\S+)$")
-
-
-@dataclass
-class Server:
-    process: subprocess.Popen[str]
-    url: str = ""
-    key: str = ""
-    lines: list[str] = field(default_factory=list)
-
-
-def haki_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HAKI_")}
-    return {**env, "HAKI_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
-
-
-def start_server(data_dir: Path) -> Server:
-    """Start ``haki serve --port 0`` and wait for its banner (URL and key)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "haki_local.cli", "serve", "--port", "0"], env=haki_env(data_dir),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    server = Server(process)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        """Read the server's output until it exits, so it never blocks on a full pipe."""
-        assert process.stdout is not None
-        for line in process.stdout:
-            server.lines.append(line.rstrip("\n"))
-            lines.put(line.rstrip("\n"))
-
-    threading.Thread(target=pump, daemon=True).start()
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while not (server.url and server.key):
-        try:
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-        except queue.Empty:
-            process.kill()
-            raise RuntimeError("haki serve did not start:\n" + "\n".join(server.lines)) from None
-        if match := _URL.match(line):
-            server.url = match.group(1)
-        if match := _KEY.match(line):
-            server.key = match.group(2)
-    return server
-
-
-def stop_server(server: Server) -> int:
-    """Ctrl-C, as a user would; the exit code of a clean stop is 0."""
-    server.process.send_signal(signal.SIGINT)
-    return server.process.wait(timeout=60)
+#: The tests' names for the launcher of ``haki serve`` (``haki_local.launch``).
+Server = LocalApi
+haki_env = local_env
+start_server = start
+stop_server = stop
 
 
 def run_cli(data_dir: Path, *args: str) -> str:

@@ -74,7 +74,7 @@ def test_every_error_code_over_http(client: Client, server: Server, data_dir: Pa
         422, "validation_error")
     assert code(client.request("POST", "/v1/context", key=server.key,
                                raw=b'{"query": "' + b"a" * 300_000 + b'"}')) == (
-        413, "validation_error")
+        413, "payload_too_large")
     assert code(client.request("POST", "/v1/context", key=server.key, raw=b"a=b",
                                content_type="application/x-www-form-urlencoded")) == (
         415, "validation_error")

@@ -16,7 +16,8 @@ OTHER_SUBJECT = "client-sophie"
 
 @pytest.fixture(scope="module")
 def other_key(data_dir: Path, server: Server) -> str:
-    created = run_cli(data_dir, "keys", "create", "--org", "atelier", "--project", OTHER)
+    created = run_cli(data_dir, "keys", "create", "--org", "atelier", "--project", OTHER,
+                      "--create-project")
     return re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
 
 

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 import functions.context.app as context_app
+import functions.ingest.app as ingest_app
 import functions.inspect.app as inspect_app
+import functions.memory.app as memory_app
 import functions.stats.app as stats_app
 from haki.db import Database, Role
 from haki.embedding import get_embedder
@@ -21,7 +23,8 @@ from haki.keys import create_key
 from haki.memory import MemoryWriter
 from haki.models import FactRecord, MemoryDocument
 
-MODULES = {"context": context_app, "inspect": inspect_app, "stats": stats_app}
+MODULES = {"context": context_app, "inspect": inspect_app, "stats": stats_app,
+           "ingest": ingest_app, "memory": memory_app}
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,10 @@ def api_event(
     query: dict[str, str] | None = None,
     body: Any = None,
     headers: dict[str, str] | None = None,
+    base64_encoded: bool = False,
 ) -> dict[str, Any]:
-    """A REST (v1) proxy event; ``body`` is sent as given if a string, else as JSON."""
+    """A REST (v1) proxy event; ``body`` is sent as given if a string, else as JSON
+    (``base64_encoded``: the string is the base64 of bytes that are not UTF-8)."""
     path = resource
     for name, value in (path_params or {}).items():
         path = path.replace("{" + name + "}", value)
@@ -63,7 +68,7 @@ def api_event(
         "requestContext": {"requestId": "req-123", "resourcePath": resource,
                            "httpMethod": method, "stage": "test"},
         "body": text,
-        "isBase64Encoded": False,
+        "isBase64Encoded": base64_encoded,
     }
 
 
@@ -92,7 +97,8 @@ def owner_db(db_urls: dict[Role, str], open_database: Callable[[str], Database])
 
 @pytest.fixture
 def api_key(owner_db: Database, project_id: str) -> str:
-    return create_key(owner_db, org_id="org-test", project_id=project_id, label="tests").key
+    return create_key(owner_db, org_id="org-test", project_id=project_id, label="tests",
+                      create_project=True).key
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from haki.db import Database
 from haki.errors import HakiError
 from haki.models import ContextRequest, FactRecord
 from haki.validation import parse
-from haki_aws.observability import logger
+from haki_aws.observability import logger, subject_ref
 from tests.handlers.conftest import FakeLambdaContext, Invoke, api_event
 
 CONTEXT = "/v1/context"
@@ -101,7 +101,7 @@ def test_oversized_body_is_413_and_non_json_is_415(
 ) -> None:
     huge = invoke("context", "POST", CONTEXT, key=api_key,
                   body=_body(project_id, query="x" * (300 * 1024)))
-    assert huge.status == 413 and huge.json["error"]["code"] == "validation_error"
+    assert huge.status == 413 and huge.json["error"]["code"] == "payload_too_large"
     form = invoke("context", "POST", CONTEXT, key=api_key, body="project_id=p",
                   headers={"Content-Type": "application/x-www-form-urlencoded"})
     assert form.status == 415 and form.json["error"]["code"] == "validation_error"
@@ -168,11 +168,15 @@ def test_logs_carry_scope_and_trace_id_and_metrics_are_emitted(
     lines = [json.loads(line) for line in printed.splitlines() if line.startswith("{")]
     served = [line for line in lines if line.get("message") == "context served"]
     assert served and served[0]["trace_id"] == trace_id
-    assert served[0]["project_id"] == project_id and served[0]["subject_id"] == "alice"
+    assert served[0]["project_id"] == project_id
+    # The subject by digest (HAKI_LOG_SUBJECT_IDS defaults to hashed), the same on every line.
+    assert served[0]["subject"] == subject_ref(project_id, "alice") != "alice"
+    assert len(served[0]["subject"]) == 16 and "alice" not in json.dumps(lines)
     assert served[0]["correlation_id"] == "req-123"
     assert api_key not in json.dumps(lines)
     emf = [line for line in lines if "_aws" in line]
     assert emf, "no EMF metrics blob"
     names = {m["Name"] for d in emf[-1]["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
-    assert {"Latency", "CandidatesConsidered", "FactsServed", "EmptyPackets"} <= names
+    assert {"Latency", "CandidatesConsidered", "FactsServed", "EmptyPackets",
+            "QueryCacheHits"} <= names
     assert emf[-1]["outcome"] == "ok" and emf[-1]["endpoint"] == "POST /v1/context"

@@ -43,7 +43,7 @@ def test_inspect_of_another_projects_trace_is_404_even_with_that_projects_own_sc
     invoke: Invoke, owner_db: Database, api_key: str, project_id: str, seeded: list[FactRecord]
 ) -> None:
     other_project = project_id + "-b"
-    other_key = create_key(owner_db, org_id="o", project_id=other_project).key
+    other_key = create_key(owner_db, org_id="o", project_id=other_project, create_project=True).key
     trace_id = _context(invoke, api_key, project_id)
     as_other = invoke("inspect", "GET", INSPECT, key=other_key, path_params={"trace_id": trace_id},
                       query={"project_id": other_project, "subject_id": "alice"})

@@ -28,6 +28,8 @@ class Synth:
     template: assertions.Template
     #: ``"<rule id> at <construct path>"`` for every unacknowledged cdk-nag finding.
     violations: list[str]
+    #: The cloud assembly (staged assets included).
+    outdir: Path
 
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return self.template.find_resources(resource_type)
@@ -62,4 +64,4 @@ def synthesize(tmp: Path, overrides: dict[str, Any]) -> Synth:
         for construct in violation["violatingConstructs"]
     ]
     template = json.loads((outdir / f"{stack.artifact_id}.template.json").read_text())
-    return Synth(stack, assertions.Template.from_json(template), violations)
+    return Synth(stack, assertions.Template.from_json(template), violations, outdir)

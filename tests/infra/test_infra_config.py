@@ -61,3 +61,15 @@ def test_bad_context_is_refused(context: dict[str, str]) -> None:
 def test_missing_layer_build_says_how_to_make_it(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="make layer ARCH=arm64"):
         ModelLayer(Stack(App(), "S"), "L", layer_dir=tmp_path, architecture=Arch.ARM64)
+
+
+def test_every_function_has_a_sizing_and_reservations_stay_under_the_proxy_budget() -> None:
+    from haki_infra.stack import SERVICE_FUNCTIONS
+
+    assert {f.key for f in SERVICE_FUNCTIONS} | {"migrate"} == set(DEFAULT_SIZING)
+    reserved = sum(s.reserved_concurrency or 0 for s in DEFAULT_SIZING.values())
+    # db.t4g.small: ~200 connections, 90% lent to the proxy; the connections alarm is at 150.
+    assert reserved <= 100
+    # What API Gateway waits for an integration: a longer timeout only runs after the 504.
+    assert all(DEFAULT_SIZING[f.key].timeout_s <= 29 for f in SERVICE_FUNCTIONS
+               if f.key != "aggregate")

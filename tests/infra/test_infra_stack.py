@@ -1,5 +1,6 @@
 """The production stack (defaults: RDS PostgreSQL 16, arm64) synthesized offline."""
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +10,7 @@ from infra_synth import Synth
 
 from haki.settings import Settings
 from haki_aws.routes import ROUTES
+from haki_infra.stack import SERVICE_FUNCTIONS
 
 FunctionSet = dict[str, dict[str, Any]]
 
@@ -42,7 +44,8 @@ def test_cdk_nag_reports_no_unacknowledged_finding(synth: Synth) -> None:
 def test_functions_run_in_the_vpc_with_the_layer_of_their_architecture(synth: Synth) -> None:
     functions = _service_functions(synth)
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
-    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 4
+    # context, inspect, stats, ingest, memory and the migration function.
+    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 6
     layer_id, layer = _only(synth.resources("AWS::Lambda::LayerVersion"))
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     subnets = set(synth.resources("AWS::EC2::Subnet"))
@@ -61,9 +64,50 @@ def test_context_function_gets_a_full_vcpu(synth: Synth) -> None:
     assert context["Properties"]["MemorySize"] == 1769
 
 
+def test_the_writes_that_embed_get_a_full_vcpu_and_the_gateways_timeout(synth: Synth) -> None:
+    _, ingest = _function(synth, "ingest")
+    assert ingest["Properties"]["MemorySize"] == 1769
+    # API Gateway gives up after 29 s; a write committing after that would surprise a retry.
+    assert ingest["Properties"]["Timeout"] == 29
+    _, memory = _function(synth, "memory")
+    assert memory["Properties"]["MemorySize"] == 512
+    assert memory["Properties"]["Timeout"] <= 29
+
+
+def test_write_routes_are_served_by_their_functions(synth: Synth) -> None:
+    """The route table's write routes, each by the function the module docstrings say (the
+    generic check of the REST API against the table is below)."""
+    by_route = {(r.method, r.path): r.function for r in ROUTES}
+    assert {route: by_route[route] for route in [
+        ("POST", "/v1/events"), ("POST", "/v1/facts"), ("GET", "/v1/facts"),
+        ("POST", "/v1/facts/{fact_id}/status"), ("GET", "/v1/conflicts"),
+        ("POST", "/v1/conflicts/{conflict_id}/resolve"), ("POST", "/v1/forget"),
+    ]} == {
+        ("POST", "/v1/events"): "ingest", ("POST", "/v1/facts"): "ingest",
+        ("GET", "/v1/facts"): "memory", ("POST", "/v1/facts/{fact_id}/status"): "memory",
+        ("GET", "/v1/conflicts"): "memory",
+        ("POST", "/v1/conflicts/{conflict_id}/resolve"): "memory",
+        ("POST", "/v1/forget"): "memory",
+    }
+
+    def deployed_code(key: str) -> str:
+        """``app.py`` as staged for the function's code asset."""
+        _, function = _function(synth, key)
+        asset = function["Properties"]["Code"]["S3Key"].removesuffix(".zip")
+        return (synth.outdir / f"asset.{asset}" / "app.py").read_text()
+
+    # Every route's decorator is in the code its function deploys, and in no other's.
+    for route in ROUTES:
+        path = re.sub(r"\{(\w+)\}", r"<\1>", route.path)
+        decorator = f'@app.{route.method.lower()}("{path}"'
+        holders = {key for key in synth.stack.functions if decorator in deployed_code(key)}
+        assert holders == {f.key for f in SERVICE_FUNCTIONS if f.folder == route.function}, route
+
+
 def test_functions_reach_the_proxy_as_their_own_database_user(synth: Synth) -> None:
     proxy_id, _ = _only(synth.resources("AWS::RDS::DBProxy"))
-    expected_users = {"context": "haki_app", "inspect": "haki_app", "stats": "haki_app"}
+    expected_users = {
+        key: "haki_app" for key in ("context", "inspect", "stats", "ingest", "memory")}
     expected_users["aggregate"] = "haki_stats"
     for key, user in expected_users.items():
         _, function = _function(synth, key)
@@ -176,8 +220,17 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
         return f"{prefix}/{props['PathPart']}"
 
     served = {}
+    refused: dict[str, str] = {}
     for method in synth.resources("AWS::ApiGateway::Method").values():
         props = method["Properties"]
+        if props["HttpMethod"] == "ANY":
+            # Every other method of a routed path: 405 with Allow, from a mock (no function).
+            assert props["Integration"]["Type"] == "MOCK"
+            (response,) = props["Integration"]["IntegrationResponses"]
+            assert response["StatusCode"] == "405"
+            refused[path_of(props["ResourceId"]["Ref"])] = (
+                response["ResponseParameters"]["method.response.header.Allow"])
+            continue
         (function_id,) = [
             part["Fn::GetAtt"][0]
             for part in props["Integration"]["Uri"]["Fn::Join"][1]
@@ -193,6 +246,10 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
         for route in ROUTES
     }
     assert served == expected
+    allowed: dict[str, list[str]] = {}
+    for route in ROUTES:
+        allowed.setdefault(route.path, []).append(route.method)
+    assert refused == {path: f"'{', '.join(methods)}'" for path, methods in allowed.items()}
 
 
 def test_api_throttles_per_stage_and_per_key(synth: Synth) -> None:
@@ -219,6 +276,9 @@ def test_edge_errors_keep_the_error_contract(synth: Synth) -> None:
     assert missing_header["StatusCode"] == "401"
     assert '"code": "unauthorized"' in missing_header["ResponseTemplates"]["application/json"]
     assert responses["THROTTLED"]["StatusCode"] == "429"
+    too_large = responses["REQUEST_TOO_LARGE"]
+    assert too_large["StatusCode"] == "413"
+    assert '"code": "payload_too_large"' in too_large["ResponseTemplates"]["application/json"]
 
 
 def test_schedule_runs_the_aggregation_handler(synth: Synth) -> None:

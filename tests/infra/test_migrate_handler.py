@@ -6,6 +6,7 @@ what it does to a database is tested against a real PostgreSQL (tests/integratio
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -15,7 +16,8 @@ from moto import mock_aws
 from psycopg.conninfo import conninfo_to_dict
 
 from functions.migrate import app
-from haki.errors import MigrationError
+from haki.errors import ConfigurationError, MigrationError
+from haki_aws import trust
 
 SECRET = {
     "engine": "postgres",
@@ -25,6 +27,15 @@ SECRET = {
     "username": "haki_owner",
     "password": "p@ss word'with\"quotes",
 }
+
+
+@pytest.fixture(autouse=True)
+def rds_ca_bundle(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The layer's RDS CA bundle (``make rds-ca``), as a stand-in file."""
+    bundle = tmp_path / "rds-ca-bundle.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setattr(trust, "RDS_CA_BUNDLE", bundle)
+    return bundle
 
 
 @pytest.fixture
@@ -59,14 +70,24 @@ def _event(request: str, secret_arn: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_secret_becomes_a_tls_owner_connection(secret_arn: str) -> None:
+def test_secret_becomes_a_verified_tls_owner_connection(
+    secret_arn: str, rds_ca_bundle: Path
+) -> None:
     params = conninfo_to_dict(app.owner_conninfo(app.read_secret(secret_arn)))
     assert params["host"] == SECRET["host"]
     assert params["port"] == "5432"
     assert params["dbname"] == "haki"
     assert params["user"] == "haki_owner"
     assert params["password"] == SECRET["password"]  # quoting survives the round trip
-    assert params["sslmode"] == "require"
+    assert params["sslmode"] == "verify-full" and params["sslrootcert"] == str(rds_ca_bundle)
+
+
+def test_a_layer_without_the_rds_bundle_fails_the_deploy(
+    secret_arn: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(trust, "RDS_CA_BUNDLE", tmp_path / "absent.pem")
+    with pytest.raises(ConfigurationError, match="make rds-ca"):
+        app.owner_conninfo(app.read_secret(secret_arn))
 
 
 @pytest.mark.parametrize("request_type", ["Create", "Update"])

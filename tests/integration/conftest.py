@@ -1,5 +1,6 @@
-"""Seeding helpers for the assembler tests: rows with chosen embeddings and attributes,
-written as the owner so a test controls every column the rules look at."""
+"""Seeding helpers for the assembler tests (rows with chosen embeddings and attributes, written
+as the owner so a test controls every column the rules look at), and ``writes``: the memory
+write API's core as its handlers will call it."""
 
 import json
 import uuid
@@ -12,9 +13,41 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, Assembly, QueryVector, RetrievalConfig, assemble
+from haki.assembler import (
+    DEFAULT_CONFIG,
+    Assembly,
+    QueryVector,
+    RetrievalConfig,
+    assemble,
+    embed_query,
+)
 from haki.db import Database
+from haki.db.connection import acting_for
+from haki.embedding import Embedder
+from haki.keys import tenant_keys
+from haki.memory.api import (
+    ConflictListRequest,
+    ConflictPage,
+    EventsRequest,
+    EventsResponse,
+    FactListRequest,
+    FactPage,
+    FactsRequest,
+    FactsResponse,
+    FactStatusRequest,
+    FactStatusResponse,
+    FactWritten,
+    ForgetRequest,
+    ForgetResponse,
+    ResolveRequest,
+    ResolveResponse,
+)
+from haki.memory.conflicts import list_conflicts, resolve
+from haki.memory.events import ingest_events
+from haki.memory.facts import list_facts, set_fact_status, write_facts
+from haki.memory.forget import forget
 from haki.models import ContextRequest
+from haki.validation import parse
 
 NOW = datetime.now(UTC)
 
@@ -96,5 +129,98 @@ def ask(app_db: Database, project_id: str) -> Asker:
 def trace_rows(conn: psycopg.Connection, trace_id: uuid.UUID) -> list[dict[str, Any]]:
     cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
     return cursor.execute(
-        "SELECT * FROM context_traces WHERE trace_id = %s ORDER BY ordinal", (trace_id,)
+        "SELECT * FROM context_trace_decisions WHERE trace_id = %s ORDER BY ordinal", (trace_id,)
     ).fetchall()
+
+
+@dataclass
+class Writes:
+    """The memory write API's core, called as a handler would: the body validated into its
+    request model, then one core function with the key's project (``project_id``)."""
+
+    db: Database
+    embedder: Embedder
+    project_id: str
+    owner: psycopg.Connection
+    #: The hash of a key of ``project_id`` the calls act for (made when not given).
+    key_hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key_hash:
+            owner = Database(self.owner.info.dsn)
+            try:
+                self.key_hash = tenant_keys(owner, [self.project_id], org_id="org-test",
+                                            label="tests")[self.project_id]
+            finally:
+                owner.close()
+
+    def events(self, *events: dict[str, Any], project_id: str | None = None) -> EventsResponse:
+        body = {"project_id": project_id or self.project_id,
+                "events": [{"subject_id": "alice", "kind": "conversation.message", **e}
+                           for e in events]}
+        with acting_for(self.key_hash):
+            return ingest_events(self.db, self.embedder, self.project_id,
+                                 parse(EventsRequest, body))
+
+    def facts(self, *facts: dict[str, Any]) -> FactsResponse:
+        body = {"project_id": self.project_id,
+                "facts": [{"subject_id": "alice", **f} for f in facts]}
+        with acting_for(self.key_hash):
+            return write_facts(self.db, self.embedder, self.project_id,
+                               parse(FactsRequest, body))
+
+    def fact(self, predicate: str, value: Any, **fields: Any) -> FactWritten:
+        return self.facts({"predicate": predicate, "value": value, **fields}).facts[0]
+
+    def status(self, fact_id: uuid.UUID, status: str) -> FactStatusResponse:
+        body = {"project_id": self.project_id, "status": status}
+        with acting_for(self.key_hash):
+            return set_fact_status(self.db, self.project_id, fact_id,
+                                   parse(FactStatusRequest, body))
+
+    def list_facts(self, **query: Any) -> FactPage:
+        body = {"project_id": self.project_id, "subject_id": "alice", **query}
+        with acting_for(self.key_hash):
+            return list_facts(self.db, self.project_id, parse(FactListRequest, body))
+
+    def conflicts(self, **query: Any) -> ConflictPage:
+        body = {"project_id": self.project_id, "subject_id": "alice", **query}
+        with acting_for(self.key_hash):
+            return list_conflicts(self.db, self.project_id, parse(ConflictListRequest, body))
+
+    def resolve(self, conflict_id: uuid.UUID, keep: uuid.UUID) -> ResolveResponse:
+        body = {"project_id": self.project_id, "keep_fact_id": str(keep)}
+        with acting_for(self.key_hash):
+            return resolve(self.db, self.project_id, conflict_id, parse(ResolveRequest, body))
+
+    def forget(self, **body: Any) -> ForgetResponse:
+        with acting_for(self.key_hash):
+            return forget(self.db, self.project_id,
+                          parse(ForgetRequest, {"project_id": self.project_id, **body}))
+
+    def ask(self, query: str, subject_id: str = "alice") -> Assembly:
+        """A context call right after the writes, with the real embedder."""
+        request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
+                                 query=query, purpose="test")
+        with acting_for(self.key_hash):
+            return assemble(request, embed_query(self.embedder, query), db=self.db,
+                            config=DEFAULT_CONFIG)
+
+    def count(self, table: str, **where: Any) -> int:
+        """Rows of ``table`` in this project matching ``where`` (as the owner: all of them)."""
+        clauses = ["project_id = %s", *(f"{column} = %s" for column in where)]
+        row = self.owner.execute(
+            f"SELECT count(*) FROM {table} WHERE {' AND '.join(clauses)}",
+            (self.project_id, *where.values())).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def row(self, table: str, row_id: uuid.UUID) -> dict[str, Any] | None:
+        cursor = self.owner.cursor(row_factory=psycopg.rows.dict_row)
+        return cursor.execute(f"SELECT * FROM {table} WHERE id = %s", (row_id,)).fetchone()
+
+
+@pytest.fixture
+def writes(app_db: Database, embedder: Embedder, project_id: str,
+           owner_conn: psycopg.Connection, tenant_key: str) -> Writes:
+    return Writes(app_db, embedder, project_id, owner_conn, tenant_key)

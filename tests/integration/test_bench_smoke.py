@@ -16,8 +16,9 @@ from benchmarks.synthetic import Generator
 from haki.assembler import DEFAULT_CONFIG
 from haki.assembler import sql as assembler_sql
 from haki.assembler.retrieval import query_parameters
-from haki.db import Role
+from haki.db import Database, Role
 from haki.db.connection import connect, embedded_role_url
+from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import Settings
 
@@ -80,8 +81,15 @@ def test_naive_baseline_scores_every_fact_with_the_assembler_formula(
                              query=question.text)
     params = query_parameters(request, question.vector,
                               replace(DEFAULT_CONFIG, candidate_limit=10_000))
+    owner = Database(embedded_role_url(pg_superuser_url, Role.OWNER,
+                                       database_name(scenario.dataset)))
+    try:
+        key_hash = tenant_keys(owner, [question.project_id], org_id="o", label="t")[
+            question.project_id]
+    finally:
+        owner.close()
     with connect(url) as conn, conn.transaction():
-        conn.execute("SELECT set_config('haki.project_id', %s, true)", (question.project_id,))
+        conn.execute("SELECT set_config('haki.key_hash', %s, true)", (key_hash,))
         conn.execute(assembler_sql.PLANNER_SETTINGS, params)
         cursor = conn.cursor(row_factory=dict_row)
         statements = assembler_sql.FACT_CANDIDATES

@@ -1,7 +1,10 @@
 """The process-wide connection: reused, replaced when dropped, 503 when the database is gone."""
 
+from collections.abc import Callable
+
 import psycopg
 import pytest
+from psycopg import pq
 
 from haki.db import Database, Role
 from haki.errors import ServiceUnavailable
@@ -22,17 +25,55 @@ def test_no_server_side_prepared_statements(app_db: Database, project_id: str) -
         assert conn.execute("SELECT count(*) FROM pg_prepared_statements").fetchone() == (0,)
 
 
-@pytest.mark.parametrize("pipeline", [False, True])
-def test_dropped_connection_is_replaced(
-    app_db: Database, db_urls: dict[Role, str], project_id: str, pipeline: bool
-) -> None:
-    with app_db.transaction(project_id) as conn:
-        pid = conn.info.backend_pid
+def _kill(db_urls: dict[Role, str], pid: int) -> None:
     with psycopg.connect(db_urls[Role.OWNER], autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    with app_db.transaction(project_id, pipeline=pipeline) as conn:
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_dropped_connection_is_replaced(
+    db_urls: dict[Role, str], project_id: str, pipeline: bool, tenant_key: str,
+    open_database: Callable[[str], Database],
+) -> None:
+    """Plain transactions check liveness in their first round trip; pipelined ones probe a
+    connection that has been idle (here: any idleness counts)."""
+    db = Database(db_urls[Role.APP], probe_after_idle_s=0.0)
+    try:
+        with db.transaction(project_id) as conn:
+            pid = conn.info.backend_pid
+        _kill(db_urls, pid)
+        with db.transaction(project_id, pipeline=pipeline) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+            assert conn.info.backend_pid != pid
+    finally:
+        db.close()
+
+
+def test_a_busy_pipelined_handle_fails_one_call_when_its_connection_dies_then_recovers(
+    app_db: Database, db_urls: dict[Role, str], project_id: str
+) -> None:
+    """No probe on a connection just used (its first round trip carries real work): the call
+    that finds it dead is a 503, and the next one reconnects."""
+    with app_db.transaction(project_id, pipeline=True) as conn:
+        pid = conn.info.backend_pid
+    _kill(db_urls, pid)
+    with pytest.raises(ServiceUnavailable), app_db.transaction(project_id, pipeline=True) as conn:
+        conn.execute("SELECT 1").fetchone()
+    with app_db.transaction(project_id, pipeline=True) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
         assert conn.info.backend_pid != pid
+
+
+def test_a_failed_pipelined_transaction_writes_nothing_and_leaves_the_handle_clean(
+    app_db: Database, project_id: str
+) -> None:
+    with pytest.raises(RuntimeError), app_db.transaction(project_id, pipeline=True) as conn:
+        conn.execute("INSERT INTO stats_watermark DEFAULT VALUES")  # refused: no grant
+        raise RuntimeError("the caller fails")
+    conn = app_db.connection()
+    assert conn.info.transaction_status == pq.TransactionStatus.IDLE
+    with app_db.transaction(project_id, pipeline=True) as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
 def test_unreachable_database_is_service_unavailable(tmp_path: object) -> None:

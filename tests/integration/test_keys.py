@@ -9,8 +9,17 @@ import psycopg
 import pytest
 
 from haki.db import Database, Role
-from haki.errors import Unauthorized, ValidationFailed
-from haki.keys import authenticate, create_key, generate_key, hash_key, list_keys, revoke_key
+from haki.errors import ProjectOfAnotherOrg, Unauthorized, ValidationFailed
+from haki.keys import (
+    authenticate,
+    create_key,
+    create_project,
+    generate_key,
+    hash_key,
+    list_keys,
+    list_projects,
+    revoke_key,
+)
 
 
 @pytest.fixture
@@ -23,16 +32,17 @@ def owner_db(db_urls: dict[Role, str]) -> Iterator[Database]:
 def test_created_key_authenticates_to_its_project_only(
     owner_db: Database, app_db: Database, project_id: str
 ) -> None:
-    new = create_key(owner_db, org_id="org-1", project_id=project_id, label="ci")
+    new = create_key(owner_db, org_id="org-test", project_id=project_id, label="ci",
+                     create_project=True)
     identity = authenticate(app_db, new.key)
-    assert identity.project_id == project_id and identity.org_id == "org-1"
+    assert identity.project_id == project_id and identity.org_id == "org-test"
     assert identity.key_id == new.info.id
 
 
 def test_only_the_hash_and_a_prefix_are_stored(
     owner_db: Database, owner_conn: psycopg.Connection, project_id: str
 ) -> None:
-    new = create_key(owner_db, org_id="o", project_id=project_id)
+    new = create_key(owner_db, org_id="org-test", project_id=project_id, create_project=True)
     row = owner_conn.execute(
         "SELECT key_hash, prefix FROM api_keys WHERE id = %s", (new.info.id,)).fetchone()
     assert row == (hash_key(new.key), new.key[:10])
@@ -51,7 +61,7 @@ def test_unknown_malformed_and_missing_keys_are_unauthorized(app_db: Database) -
 def test_revocation_is_effective_on_the_next_call(
     owner_db: Database, app_db: Database, project_id: str
 ) -> None:
-    new = create_key(owner_db, org_id="o", project_id=project_id)
+    new = create_key(owner_db, org_id="org-test", project_id=project_id, create_project=True)
     authenticate(app_db, new.key)
     revoked = revoke_key(owner_db, new.info.id)
     assert revoked is not None and revoked.revoked_at is not None
@@ -63,8 +73,9 @@ def test_revocation_is_effective_on_the_next_call(
 
 
 def test_list_is_masked_and_filters_by_project(owner_db: Database, project_id: str) -> None:
-    first = create_key(owner_db, org_id="o", project_id=project_id, label="a")
-    create_key(owner_db, org_id="o", project_id=project_id + "-other")
+    first = create_key(owner_db, org_id="o", project_id=project_id, label="a",
+                       create_project=True)
+    create_key(owner_db, org_id="o", project_id=project_id + "-other", create_project=True)
     listed = list_keys(owner_db, project_id=project_id)
     assert [k.id for k in listed] == [first.info.id]
     assert listed[0].masked == first.key[:10] + "…"
@@ -81,3 +92,26 @@ def test_scope_ids_are_bounded(owner_db: Database) -> None:
         create_key(owner_db, org_id="", project_id="p")
     with pytest.raises(ValidationFailed):
         create_key(owner_db, org_id="o", project_id="p" * 129)
+
+
+def test_a_project_belongs_to_one_org_and_keys_follow_it(
+    owner_db: Database, app_db: Database, project_id: str
+) -> None:
+    """The audit's scenario: another org asks for a key to a project it does not own."""
+    theirs = f"{project_id}-acme"
+    create_project(owner_db, org_id="acme", project_id=theirs)
+    with pytest.raises(ProjectOfAnotherOrg) as refused:
+        create_key(owner_db, org_id="evil-corp", project_id=theirs)
+    assert refused.value.code == "project_of_another_org" and refused.value.status == 409
+    with pytest.raises(ProjectOfAnotherOrg):
+        create_key(owner_db, org_id="evil-corp", project_id=theirs, create_project=True)
+    with pytest.raises(ProjectOfAnotherOrg):
+        create_project(owner_db, org_id="evil-corp", project_id=theirs)
+    assert [k for k in list_keys(owner_db, project_id=theirs)] == []
+    # An unknown project needs to be created on purpose; its own org then gets keys.
+    with pytest.raises(ValidationFailed, match="--create-project"):
+        create_key(owner_db, org_id="acme", project_id=f"{project_id}-new")
+    key = create_key(owner_db, org_id="acme", project_id=theirs).key
+    assert authenticate(app_db, key).org_id == "acme"
+    assert create_project(owner_db, org_id="acme", project_id=theirs).org_id == "acme"
+    assert theirs in {p.project_id for p in list_projects(owner_db)}

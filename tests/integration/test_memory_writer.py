@@ -14,7 +14,7 @@ from haki.db import Database, Role
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
 from haki.memory import MemoryWriter, parse_document_text
-from haki.memory.writer import resolve_conflict
+from haki.memory.conflicts import resolve_conflict
 
 
 def _doc(project_id: str, **sections: list[dict]) -> str:
@@ -64,7 +64,7 @@ def test_a_failing_record_leaves_nothing_half_loaded(
                 events=[{"kind": "call", "payload": {}}],
                 facts=[{"predicate": "ok", "value": 1},
                        {"predicate": "bad", "value": 2, "supersedes_id": str(uuid.uuid4())}])
-    with pytest.raises(psycopg.errors.ForeignKeyViolation):
+    with pytest.raises(ValidationFailed, match="facts_supersedes_id_fkey"):
         MemoryWriter(app_db, embedder).write(parse_document_text(text))
     for table in ("facts", "events"):
         count = owner_conn.execute(f"SELECT count(*) FROM {table} WHERE project_id = %s",
@@ -112,24 +112,28 @@ def test_cli_load_then_context(db_urls: dict[Role, str], project_id: str,
     ]
     path = tmp_path / "memory.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
-    loaded = _cli(["load", str(path)], db_urls[Role.APP])
+    # The runtime role cannot load: its security follows an API key, and `haki load` has none.
+    refused = _cli(["load", str(path)], db_urls[Role.APP])
+    assert refused.returncode == 2 and "forbidden_scope" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    loaded = _cli(["load", str(path)], db_urls[Role.OWNER])  # an admin tool: the owner's URL
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout) == {"facts": 1, "events": 1, "conflicts_opened": 0,
                                          "conflicts_resolved": 0}
     assert "loading memory.jsonl" in loaded.stderr  # the progress bar
 
     asked = _cli(["context", "--project", project_id, "--subject", "bob", "--purpose", "t",
-                  "which language for invoices?"], db_urls[Role.APP])
+                  "which language for invoices?"], db_urls[Role.OWNER])
     assert asked.returncode == 0, asked.stderr
     body = json.loads(asked.stdout)
     assert set(body) == {"packet", "token_count", "trace_id"}
     assert body["packet"]["facts"][0]["predicate"] == "invoice_language"
 
     rendered = _cli(["context", "--project", project_id, "--subject", "bob", "--render",
-                     "which language for invoices?"], db_urls[Role.APP])
+                     "which language for invoices?"], db_urls[Role.OWNER])
     assert rendered.stdout.startswith("<haki_memory>")
     empty = _cli(["context", "--project", project_id, "--subject", "nobody", "--render",
-                  "anything"], db_urls[Role.APP])
+                  "anything"], db_urls[Role.OWNER])
     assert empty.returncode == 0 and empty.stdout == "\n"
 
 
@@ -158,9 +162,33 @@ def test_cli_resolve(db_urls: dict[Role, str], app_db: Database, embedder: Embed
                {"id": b, "predicate": "city", "value": "Nantes"}],
         conflicts=[{"id": conflict_id, "fact_ids": [a, b]}])))
     wrong = _cli(["resolve", conflict_id, "--project", project_id, "--keep",
-                  str(uuid.uuid4())], db_urls[Role.APP])
+                  str(uuid.uuid4())], db_urls[Role.OWNER])
     assert wrong.returncode == 2 and "validation_error" in wrong.stderr
     done = _cli(["resolve", conflict_id, "--project", project_id, "--keep", a],
-                db_urls[Role.APP])
+                db_urls[Role.OWNER])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"conflict_id": conflict_id, "kept": a, "superseded": [b]}
+
+
+def test_documents_are_stored_as_written_without_the_write_rules(
+    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+) -> None:
+    """``haki load`` shares the write API's statements, not its rules: two active values of one
+    key stay two active facts with no conflict set, a repeated value is a second row, and
+    statuses, versions and dates are the document's."""
+    a, b, c = (str(uuid.uuid4()) for _ in range(3))
+    MemoryWriter(app_db, embedder).write(parse_document_text(_doc(project_id, facts=[
+        {"id": a, "predicate": "city", "value": "Lyon", "version": 7,
+         "recorded_from": "2024-01-01T00:00:00Z", "last_reinforced_at": "2024-06-01T00:00:00Z"},
+        {"id": b, "predicate": "city", "value": "Nantes", "status": "disputed"},
+        {"id": c, "predicate": "city", "value": "Lyon"},
+    ])))
+    rows = owner_conn.execute(
+        "SELECT id::text, value, status, version, recorded_from::date::text, "
+        "last_reinforced_at::date::text FROM facts WHERE project_id = %s ORDER BY version DESC, "
+        "status", (project_id,)).fetchall()
+    assert rows[0] == (a, "Lyon", "active", 7, "2024-01-01", "2024-06-01")
+    assert {r[0]: (r[1], r[2], r[3]) for r in rows[1:]} == {
+        b: ("Nantes", "disputed", 1), c: ("Lyon", "active", 1)}
+    assert owner_conn.execute("SELECT count(*) FROM conflict_sets WHERE project_id = %s",
+                              (project_id,)).fetchone() == (0,)

@@ -18,6 +18,7 @@ from haki.assembler import DEFAULT_CONFIG, SEED_CONFIG, RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
+from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Asker
 
 pytestmark = pytest.mark.slow
@@ -87,7 +88,7 @@ def _exact_top(conn: psycopg.Connection, subject: str, query: np.ndarray) -> lis
 def _arm_rows(ask: Asker, owner: psycopg.Connection, subject: str,
               query: np.ndarray, config: RetrievalConfig) -> list[str]:
     result = ask("q", query, subject_id=subject, budget=1, config=config)
-    rows = owner.execute("SELECT fact_id FROM context_traces WHERE trace_id = %s",
+    rows = owner.execute("SELECT fact_id FROM context_trace_decisions WHERE trace_id = %s",
                          (result.response.trace_id,)).fetchall()
     return [str(r[0]) for r in rows]
 
@@ -105,7 +106,7 @@ def test_vector_arm_recall_against_exact_top_64(
     rng = np.random.default_rng(hash(subject) % 2**32)
     db = Database(urls[Role.APP])
     recalls = []
-    with connect(urls[Role.OWNER]) as owner:
+    with connect(urls[Role.OWNER]) as owner, acting_as_tenant(urls[Role.OWNER], PROJECT):
         ask = Asker(db, PROJECT)
         for query in _clustered(rng, centroids, queries):
             exact = _exact_top(owner, subject, query)

@@ -52,13 +52,13 @@ def test_no_setting_sees_nothing(app_db: Database, two_projects: tuple[str, str]
 def test_setting_does_not_leak_to_next_transaction(
     app_db: Database, two_projects: tuple[str, str]
 ) -> None:
-    """After a scoped transaction the custom setting reads back as '' on the same connection,
+    """After a scoped transaction the key's setting reads back as '' on the same connection,
     not NULL: the policies must still fail closed."""
     a, _ = two_projects
     with app_db.transaction(a) as conn:
         assert conn.execute("SELECT count(*) FROM facts").fetchone() == (1,)
     conn = app_db.connection()
-    assert conn.execute("SELECT current_setting('haki.project_id', true)").fetchone() == ("",)
+    assert conn.execute("SELECT current_setting('haki.key_hash', true)").fetchone() == ("",)
     assert conn.execute("SELECT count(*) FROM facts").fetchone() == (0,)
 
 
@@ -78,15 +78,25 @@ def test_runtime_role_cannot_read_api_keys(app_db: Database, project_id: str) ->
         conn.execute("SELECT * FROM api_keys")
 
 
-def test_stats_role_reads_across_projects_but_cannot_write_facts(
-    db_urls: dict[Role, str], two_projects: tuple[str, str]
+def test_stats_role_reads_calls_across_projects_and_no_memory_at_all(
+    db_urls: dict[Role, str], two_projects: tuple[str, str], owner_conn: psycopg.Connection
 ) -> None:
+    """The aggregation reads every project's context calls (what it rolls up) and nothing of
+    the tenants' memory (migration 0013)."""
+    for project in two_projects:
+        owner_conn.execute(
+            "INSERT INTO context_calls (trace_id, project_id, subject_id, query, budget_tokens, "
+            "packet, token_count, status, facts_served, episodes_served, candidates, embed_ms, "
+            "retrieval_ms, latency_ms) VALUES (gen_random_uuid(), %s, 's', 'q', 900, '{}', 1, "
+            "'ok', 1, 0, 1, 1, 1, 1)", (project,))
     stats = Database(db_urls[Role.STATS])
     try:
         with stats.transaction() as conn:
-            seen = {r[0] for r in conn.execute("SELECT project_id FROM facts")}
+            seen = {r[0] for r in conn.execute("SELECT project_id FROM context_calls")}
         assert set(two_projects) <= seen
-        with pytest.raises(psycopg.errors.InsufficientPrivilege), stats.transaction() as conn:
-            conn.execute("UPDATE facts SET status = 'disabled'")
+        for statement in ("SELECT count(*) FROM facts", "UPDATE facts SET status = 'disabled'"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), \
+                    stats.transaction() as conn:
+                conn.execute(statement)
     finally:
         stats.close()

@@ -20,6 +20,7 @@ from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
 from haki.stats import histogram as buckets
+from tests.conftest import acting_as_tenant
 
 
 @pytest.fixture
@@ -94,6 +95,13 @@ def _raw(conn: psycopg.Connection, project: str, subject: str | None) -> dict[st
             "recall_p50_ms": percentile(50), "recall_p99_ms": percentile(99)}
 
 
+def _overview(urls: dict[Role, str], app: Database, *, project_id: str,
+              subject_id: str | None = None) -> stats.StatsOverview:
+    """The overview as the runtime role acting for a key of ``project_id``."""
+    with acting_as_tenant(urls[Role.OWNER], project_id):
+        return stats.overview(app, project_id=project_id, subject_id=subject_id)
+
+
 def _figures(overview: stats.StatsOverview) -> dict[str, object]:
     return {k: getattr(overview, k) for k in (
         "recall_count", "context_tokens_served", "injection_rate", "hit_rate",
@@ -108,12 +116,12 @@ def _rollups(conn: psycopg.Connection) -> list[tuple]:
 
 def test_overview_matches_raw_calls_before_after_and_after_rerun(
     owner: psycopg.Connection, app: Database, stats_db: Database, now: datetime
-) -> None:
+, urls: dict[Role, str]) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     _seed(owner, project, seed=1, now=now)
     _seed(owner, project + "-other", seed=2, now=now)
     for subject in (None, "alice", "bob"):
-        assert _figures(stats.overview(app, project_id=project, subject_id=subject)) == _raw(
+        assert _figures(_overview(urls, app, project_id=project, subject_id=subject)) == _raw(
             owner, project, subject)
 
     result = stats.aggregate(stats_db)
@@ -121,18 +129,18 @@ def test_overview_matches_raw_calls_before_after_and_after_rerun(
     rolled = _rollups(owner)
     assert sum(r[3] for r in rolled) == result.calls
     for subject in (None, "alice", "bob"):
-        assert _figures(stats.overview(app, project_id=project, subject_id=subject)) == _raw(
+        assert _figures(_overview(urls, app, project_id=project, subject_id=subject)) == _raw(
             owner, project, subject)
 
     again = stats.aggregate(stats_db, rerun_from=now - timedelta(days=3))
     assert _rollups(owner) == rolled
     assert again.rolled_until == result.rolled_until
-    assert _figures(stats.overview(app, project_id=project)) == _raw(owner, project, None)
+    assert _figures(_overview(urls, app, project_id=project)) == _raw(owner, project, None)
 
 
 def test_watermark_is_hour_aligned_and_leaves_the_grace_period_in_the_tail(
     owner: psycopg.Connection, app: Database, stats_db: Database, now: datetime
-) -> None:
+, urls: dict[Role, str]) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     # A call whose transaction started 5 minutes ago may still be committing: it must stay
     # in the tail, not fall behind the watermark.
@@ -145,7 +153,7 @@ def test_watermark_is_hour_aligned_and_leaves_the_grace_period_in_the_tail(
     rolled = owner.execute(
         "SELECT count(*) FROM stats_rollups WHERE project_id = %s", (project,)).fetchone()
     assert rolled == (0,)
-    overview = stats.overview(app, project_id=project)
+    overview = _overview(urls, app, project_id=project)
     assert overview.recall_count == 1 and overview.recall_p50_ms == 14.0
 
 
@@ -173,7 +181,7 @@ def test_rollups_of_an_hour_equal_the_raw_calls_of_that_hour(
 
 def test_overview_counts_memory_and_scope(
     owner: psycopg.Connection, app: Database, now: datetime
-) -> None:
+, urls: dict[Role, str]) -> None:
     project = f"p-{uuid.uuid4().hex[:8]}"
     vec = np.ones(384, dtype=np.float32) / np.sqrt(384)
     ids = []
@@ -194,16 +202,16 @@ def test_overview_counts_memory_and_scope(
         owner.execute(
             "INSERT INTO events (project_id, subject_id, kind, occurred_at, embedding) "
             "VALUES (%s, 'a', 'k', %s, %s)", (project, now - timedelta(days=days_ago), vec))
-    everything = stats.overview(app, project_id=project)
+    everything = _overview(urls, app, project_id=project)
     assert everything.active_facts == 2 and everything.open_conflicts == 1
     week = everything.events_this_week
     assert len(week) == 7 and week[-1].date == now.date()
     assert [d.count for d in week] == [1, 0, 0, 1, 0, 0, 2]
     assert everything.recall_count == 0 and everything.recall_p50_ms is None
-    only_b = stats.overview(app, project_id=project, subject_id="b")
+    only_b = _overview(urls, app, project_id=project, subject_id="b")
     assert only_b.active_facts == 1 and only_b.open_conflicts == 0
     assert sum(d.count for d in only_b.events_this_week) == 0
-    assert stats.overview(app, project_id=project + "-nobody").active_facts == 0
+    assert _overview(urls, app, project_id=project + "-nobody").active_facts == 0
 
 
 def test_sql_buckets_are_half_open_and_match_the_reference(pg_superuser_url: str) -> None:

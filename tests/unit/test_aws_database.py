@@ -26,7 +26,7 @@ def test_iam_conninfo_mints_a_signed_token_and_requires_tls(fake_credentials: No
     conninfo = iam_conninfo(Settings.from_env(ENV))
     params = conninfo_to_dict(conninfo())
     assert params["host"] == "proxy.example" and params["user"] == "haki_app"
-    assert params["dbname"] == "haki" and params["sslmode"] == "require"
+    assert params["dbname"] == "haki" and params["sslmode"] == "verify-full"
     token = urlsplit("https://" + params["password"])
     assert token.hostname == "proxy.example"
     assert parse_qs(token.query)["Action"] == ["connect"]
@@ -43,3 +43,16 @@ def test_without_iam_auth_the_handle_uses_the_core_url() -> None:
     url = "postgresql://haki_app@db.example/haki"
     db = runtime_database(Role.APP, Settings(database_url=url))
     assert db.conninfo() == url
+
+
+def test_the_reader_handle_exists_only_with_a_reader_endpoint(fake_credentials: None) -> None:
+    from haki_aws.database import reader_database
+
+    assert reader_database(Role.APP, Settings.from_env(ENV)) is None
+    assert reader_database(Role.APP, Settings.from_env(
+        {"HAKI_DB_READER_HOST": "reader.example"})) is None  # no IAM: local, the writer
+    reader = reader_database(Role.APP, Settings.from_env(
+        {**ENV, "HAKI_DB_READER_HOST": "reader.example"}))
+    assert reader is not None
+    conninfo = iam_conninfo(Settings.from_env(ENV), host="reader.example")
+    assert conninfo_to_dict(conninfo())["host"] == "reader.example"

@@ -20,7 +20,8 @@ def test_missing_or_empty_scope_is_missing_scope_even_with_other_errors() -> Non
         _err("greater_than", "body", "budget_tokens"),
     ])
     assert isinstance(error, MissingScope)
-    assert "project_id and subject_id" in error.message
+    assert "field 'subject_id' is required" in error.message and "'project_id'" in error.message
+    assert "budget" not in error.message  # the scope problem is the one reported
 
 
 def test_scope_in_query_string_is_missing_scope() -> None:

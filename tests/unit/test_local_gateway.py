@@ -2,6 +2,7 @@
 of the REST proxy events it builds (no database, handlers stubbed)."""
 
 import json
+import re
 from typing import Any
 
 from haki_aws.routes import ROUTES
@@ -37,15 +38,31 @@ def test_path_parameters_query_string_and_body_reach_the_event() -> None:
     assert event["requestContext"]["requestId"] == reply.headers["x-amzn-RequestId"]
 
 
-def test_every_route_of_the_table_is_served_and_others_are_404() -> None:
+def _concrete(path: str) -> str:
+    return re.sub(r"\{[a-z_]+\}", "x", path)
+
+
+def test_every_route_of_the_table_is_served_and_unknown_paths_are_404() -> None:
     gateway, seen = _recording_gateway()
     for route in ROUTES:
-        path = route.path.replace("{trace_id}", "x")
-        assert gateway.dispatch(route.method, path, {}, b"{}").status == 200
+        assert gateway.dispatch(route.method, _concrete(route.path), {}, b"{}").status == 200
     assert [e["resource"] for e in seen] == [r.path for r in ROUTES]
-    missing = gateway.dispatch("GET", "/v1/context", {}, b"")
+    missing = gateway.dispatch("GET", "/v1/nothing-here", {}, b"")
     assert missing.status == 404
     assert json.loads(missing.body)["error"]["code"] == "not_found"
+
+
+def test_a_known_path_with_another_method_is_405_with_allow() -> None:
+    gateway, seen = _recording_gateway()
+    wrong = gateway.dispatch("GET", "/v1/context", {}, b"")
+    assert wrong.status == 405 and wrong.headers["Allow"] == "POST"
+    assert json.loads(wrong.body)["error"]["code"] == "method_not_allowed"
+    for route in ROUTES:
+        other = "DELETE"
+        reply = gateway.dispatch(other, _concrete(route.path), {}, b"")
+        assert reply.status == 405, route
+        assert route.method in reply.headers["Allow"].split(", ")
+    assert seen == []
 
 
 def test_non_utf8_body_is_passed_base64_encoded() -> None:

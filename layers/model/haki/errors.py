@@ -5,12 +5,17 @@ exit codes in the CLI. Messages are safe to show to the caller: never a stack tr
 hint that another tenant's data exists.
 """
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 
 class HakiError(Exception):
     """Base class: ``code`` is the stable API error code, ``status`` its HTTP status."""
 
     code = "internal_error"
     status = 500
+    #: Whether an API route can answer with it (the admin CLI's own errors cannot).
+    api = True
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -29,6 +34,24 @@ class ValidationFailed(HakiError):
 
     code = "validation_error"
     status = 422
+
+    @classmethod
+    def from_errors(
+        cls, errors: Sequence[Mapping[str, Any]], where: str | None = None
+    ) -> "ValidationFailed":
+        """The first Pydantic error as ``facts[3]: field 'value': <why>``.
+
+        ``where`` names the record when the caller validated it alone; otherwise a location
+        that starts with a list and an index (``("facts", 3, "value")``) names it.
+        """
+        first = errors[0]
+        loc = [str(part) for part in first.get("loc", ())]
+        raw = tuple(first.get("loc", ()))
+        if where is None and len(raw) >= 2 and isinstance(raw[1], int):
+            where, loc = f"{raw[0]}[{raw[1]}]", loc[2:]
+        field = ".".join(loc) or "(record)"
+        prefix = f"{where}: " if where else ""
+        return cls(f"{prefix}field '{field}': {first.get('msg', 'invalid value')}")
 
 
 class MissingScope(HakiError):
@@ -59,6 +82,14 @@ class ForbiddenScope(HakiError):
     status = 403
 
 
+class ProjectOfAnotherOrg(HakiError):
+    """A key was asked for a project that another org owns (admin CLI only)."""
+
+    code = "project_of_another_org"
+    status = 409
+    api = False
+
+
 class TraceNotFound(HakiError):
     """Unknown trace id, or one of another scope (the same answer: no existence leak)."""
 
@@ -78,3 +109,73 @@ class MigrationError(HakiError):
 
     code = "migration_error"
     status = 500
+
+
+# --------------------------------------------------------------------------- memory writes
+# Messages of batch requests start with the offending record's place, e.g. ``facts[3]: ...``.
+
+
+class PayloadTooLarge(HakiError):
+    """A request body, one record's payload, or the text a batch embeds is larger than its
+    documented limit."""
+
+    code = "payload_too_large"
+    status = 413
+
+
+class UnknownReference(HakiError):
+    """A record names an event or fact that does not exist in its scope (another project's
+    ids give the same answer as unknown ones)."""
+
+    code = "unknown_reference"
+    status = 422
+
+
+class IllegalStatusTransition(HakiError):
+    """The fact's lifecycle graph (SPEC §11) has no edge from its status to the one asked."""
+
+    code = "illegal_status_transition"
+    status = 422
+
+
+class FactNotFound(HakiError):
+    """Unknown fact id, or one of another project (the same answer)."""
+
+    code = "fact_not_found"
+    status = 404
+
+
+class ConflictNotFound(HakiError):
+    """Unknown conflict set id, or one of another project (the same answer)."""
+
+    code = "conflict_not_found"
+    status = 404
+
+
+class ConflictNotOpen(HakiError):
+    """The conflict set was already resolved."""
+
+    code = "conflict_not_open"
+    status = 409
+
+
+class StaleSupersedes(HakiError):
+    """``supersedes_id`` names a fact that is not (or no longer) the active fact of the
+    record's subject and predicate."""
+
+    code = "stale_supersedes"
+    status = 409
+
+
+class FactInOpenConflict(HakiError):
+    """``supersedes_id`` names a fact of an open conflict set: resolve the set first."""
+
+    code = "fact_in_open_conflict"
+    status = 409
+
+
+class IdempotencyConflict(HakiError):
+    """An event's ``id`` or ``idempotency_key`` was already used for a different event."""
+
+    code = "idempotency_conflict"
+    status = 409

@@ -23,7 +23,7 @@ one listed but not covered by packing (the budget ran out above it).
 
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,10 +38,11 @@ from haki.assembler import PRESETS, QueryVector, RetrievalConfig, assemble, embe
 from haki.assembler.config import Ranking
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
-from haki.db.connection import embedded_role_url
+from haki.db.connection import acting_for, embedded_role_url
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
+from haki.keys import tenant_keys
 from haki.memory import MemoryWriter, parse_document_text
 from haki.models import (
     DEFAULT_BUDGET_TOKENS,
@@ -50,6 +51,7 @@ from haki.models import (
     SCOPE_MAX_CHARS,
     ContextPacket,
     ContextRequest,
+    InspectResponse,
     MemoryDocument,
 )
 from haki.settings import Settings
@@ -166,10 +168,13 @@ def scratch_database(superuser_url: str) -> Iterator[dict[Role, str]]:
 class Evaluator:
     """Runs a labelled set's questions against a database that holds its memory."""
 
-    def __init__(self, labelled: LabelledSet, *, db: Database, embedder: Embedder,
-                 settings: Settings, budget: int = DEFAULT_BUDGET_TOKENS) -> None:
+    def __init__(self, labelled: LabelledSet, *, db: Database, keys: Mapping[str, str],
+                 embedder: Embedder, settings: Settings,
+                 budget: int = DEFAULT_BUDGET_TOKENS) -> None:
         self.labelled = labelled
         self.db = db
+        #: project → the hash of a key of that project, which each question acts for.
+        self.keys = keys
         self.budget = budget
         self.config = RetrievalConfig.from_settings(settings)
         self.vectors: list[QueryVector] = [embed_query(embedder, q.query)
@@ -184,7 +189,8 @@ class Evaluator:
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or budget or self.budget)
-            result = assemble(request, vector, db=self.db, config=config or self.config)
+            with acting_for(self.keys[q.project_id]):
+                result = assemble(request, vector, db=self.db, config=config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
                 q, coverage(q, packet), result.response.token_count,
@@ -192,13 +198,18 @@ class Evaluator:
                 result.episodes_served, result.response.trace_id))
         return outcomes
 
+    def _trace(self, outcome: Outcome) -> InspectResponse:
+        """The call's trace, read as its project's tenant."""
+        q = outcome.query
+        with acting_for(self.keys[q.project_id]):
+            return load_trace(self.db, project_id=q.project_id, subject_id=q.subject_id,
+                              trace_id=outcome.trace_id)
+
     def gold_ranks(self, outcome: Outcome) -> list[int | None]:
         """The rank of each expected item in the candidate list the call's trace records
         (None: never a candidate), expected facts first."""
         o = outcome
-        inspected = load_trace(self.db, project_id=o.query.project_id,
-                               subject_id=o.query.subject_id, trace_id=o.trace_id)
-        ranks = {d.fact_id or d.event_id: d.rank for d in inspected.decisions}
+        ranks = {d.fact_id or d.event_id: d.rank for d in self._trace(o).decisions}
         return [ranks.get(i) for i in (*o.query.expected_fact_ids, *o.query.expected_event_ids)]
 
     def candidate_distances(self, outcomes: Sequence[Outcome]) -> list[tuple[float, bool]]:
@@ -212,9 +223,7 @@ class Evaluator:
             if not o.query.expected:
                 continue
             expected = {*o.query.expected_fact_ids, *o.query.expected_event_ids}
-            inspected = load_trace(self.db, project_id=o.query.project_id,
-                                   subject_id=o.query.subject_id, trace_id=o.trace_id)
-            for d in inspected.decisions:
+            for d in self._trace(o).decisions:
                 if d.similarity is None or d.reason_code in _EXPANSION_REASONS:
                     continue
                 item = d.fact_id or d.event_id
@@ -222,6 +231,12 @@ class Evaluator:
                 relevant = item in expected or any(e in expected for e in cited)
                 pairs.append((1.0 - d.similarity, relevant))
         return pairs
+
+
+def evaluation_keys(owner: Database, labelled: LabelledSet) -> dict[str, str]:
+    """A key for every project the questions ask about (the runtime role acts for a key)."""
+    return tenant_keys(owner, (q.project_id for q in labelled.queries), org_id="haki-eval",
+                       label="haki eval")
 
 
 def _recall(positive: Sequence[Outcome]) -> dict[str, object]:
@@ -302,7 +317,8 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
             MemoryWriter(owner, embedder).write(labelled.document)
-            evaluator = Evaluator(labelled, db=app, embedder=embedder, settings=settings)
+            evaluator = Evaluator(labelled, db=app, keys=evaluation_keys(owner, labelled),
+                                  embedder=embedder, settings=settings)
             report: dict[str, object] = {"embedder": embedder.provider, "ranking": ranking}
             per_budget: dict[str, object] = {}
             for budget in budgets:

@@ -6,17 +6,24 @@ returned once, at creation. The runtime role has no privilege on ``api_keys``: i
 presented key through the ``haki_authenticate`` SECURITY DEFINER function, which returns only a
 live (unrevoked) key's identity, so revocation takes effect on the very next call. Create, list
 and revoke run as the owner (a ``haki_admin`` member), from the admin CLI.
+
+A project belongs to exactly one org (``projects``, migration 0013) and a key to a project of
+its own org: a key for a project another org owns is refused, and a key for an unknown project
+is made only when the caller asks for the project to be created.
 """
 
 import hashlib
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+import psycopg
+
 from haki.db import Database
-from haki.errors import Unauthorized, ValidationFailed
+from haki.errors import ProjectOfAnotherOrg, Unauthorized, ValidationFailed
 
 KEY_PREFIX = "hk_"
 #: Characters of the key kept for display ("hk_" + 7): enough to tell keys apart, useless
@@ -34,6 +41,15 @@ class KeyIdentity:
     key_id: UUID
     org_id: str
     project_id: str
+    #: The key's sha256: what binds this caller's transactions to its project (migration 0013).
+    key_hash: str
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    project_id: str
+    org_id: str
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -83,25 +99,78 @@ def authenticate(db: Database, key: str | None) -> KeyIdentity:
     revoked one (the same answer for all four)."""
     if not key or not looks_like_key(key):
         raise Unauthorized(_UNAUTHORIZED)
-    with db.transaction() as conn:
-        row = conn.execute(
-            "SELECT key_id, org_id, project_id FROM haki_authenticate(%s)", (hash_key(key),)
-        ).fetchone()
+    key_hash = hash_key(key)
+    # One statement, no transaction around it: one round trip.
+    row = db.fetch_one("SELECT key_id, org_id, project_id FROM haki_authenticate(%s)",
+                       (key_hash,))
     if row is None:
         raise Unauthorized(_UNAUTHORIZED)
-    return KeyIdentity(key_id=row[0], org_id=row[1], project_id=row[2])
+    key_id, org_id, project_id = row
+    return KeyIdentity(key_id=key_id, org_id=str(org_id), project_id=str(project_id),
+                       key_hash=key_hash)  # type: ignore[arg-type]
 
 
 _COLUMNS = "id, prefix, org_id, project_id, label, created_at, revoked_at"
 
 
-def create_key(db: Database, *, org_id: str, project_id: str, label: str | None = None) -> NewKey:
-    """Create a key for one project (as the owner). The returned clear key is not kept."""
+def _check_ids(org_id: str, project_id: str) -> None:
     for name, value in (("org", org_id), ("project", project_id)):
-        if not 1 <= len(value) <= 128:
-            raise ValidationFailed(f"{name} id must be 1 to 128 characters")
+        if not 1 <= len(value) <= 128 or any(ord(ch) < 32 for ch in value):
+            raise ValidationFailed(f"{name} id must be 1 to 128 characters, none a control one")
+
+
+#: The owner org of a project, locked against a concurrent change for the transaction.
+_PROJECT_OWNER = "SELECT org_id FROM projects WHERE project_id = %s FOR SHARE"
+_INSERT_PROJECT = """
+INSERT INTO projects (project_id, org_id) VALUES (%s, %s)
+ON CONFLICT (project_id) DO NOTHING
+RETURNING project_id, org_id, created_at
+"""
+
+
+def _ensure_project(
+    conn: psycopg.Connection, org_id: str, project_id: str, *, create: bool
+) -> None:
+    """The project exists and is ``org_id``'s (created when ``create``), else a domain error."""
+    owner = conn.execute(_PROJECT_OWNER, (project_id,)).fetchone()
+    if owner is None and create:
+        conn.execute(_INSERT_PROJECT, (project_id, org_id))
+        owner = conn.execute(_PROJECT_OWNER, (project_id,)).fetchone()
+    if owner is None:
+        raise ValidationFailed(
+            f"no project {project_id!r}: create it first (haki projects create --org "
+            f"{org_id} --project {project_id}) or pass --create-project")
+    if owner[0] != org_id:
+        raise ProjectOfAnotherOrg(f"project {project_id!r} belongs to another org")
+
+
+def create_project(db: Database, *, org_id: str, project_id: str) -> ProjectInfo:
+    """Create a project owned by ``org_id`` (as the owner); creating it again for the same org
+    returns it, for another org is refused."""
+    _check_ids(org_id, project_id)
+    with db.transaction() as conn:
+        _ensure_project(conn, org_id, project_id, create=True)
+        row = conn.execute("SELECT project_id, org_id, created_at FROM projects "
+                           "WHERE project_id = %s", (project_id,)).fetchone()
+    assert row is not None  # just ensured
+    return ProjectInfo(*row)
+
+
+def list_projects(db: Database) -> list[ProjectInfo]:
+    with db.transaction() as conn:
+        rows = conn.execute("SELECT project_id, org_id, created_at FROM projects "
+                            "ORDER BY created_at, project_id").fetchall()
+    return [ProjectInfo(*row) for row in rows]
+
+
+def create_key(db: Database, *, org_id: str, project_id: str, label: str | None = None,
+               create_project: bool = False) -> NewKey:
+    """Create a key for a project of ``org_id`` (as the owner); the project must exist and be
+    that org's, or is created first with ``create_project``. The clear key is not kept."""
+    _check_ids(org_id, project_id)
     key = generate_key()
     with db.transaction() as conn:
+        _ensure_project(conn, org_id, project_id, create=create_project)
         row = conn.execute(
             f"INSERT INTO api_keys (key_hash, prefix, org_id, project_id, label) "
             f"VALUES (%s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
@@ -133,3 +202,13 @@ def revoke_key(db: Database, key_id: UUID) -> KeyInfo | None:
             (key_id,),
         ).fetchone()
     return KeyInfo(*row) if row else None
+
+
+def tenant_keys(db: Database, projects: Iterable[str], *, org_id: str, label: str
+                ) -> dict[str, str]:
+    """A new key for each project (the project created for ``org_id`` when absent), as
+    project → key hash: for tools that act as the tenants of a database they own (evaluation,
+    benchmarks, tests) through ``haki.db.acting_for``."""
+    return {project: hash_key(create_key(db, org_id=org_id, project_id=project, label=label,
+                                         create_project=True).key)
+            for project in sorted(set(projects))}

@@ -14,7 +14,10 @@ from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 
 from haki.errors import HakiError, ServiceUnavailable
 from haki.validation import classify_validation
@@ -22,6 +25,8 @@ from haki_aws.observability import logger
 
 CONTENT_TYPE = "application/json"
 INTERNAL_MESSAGE = "internal error; the request id is in the response headers"
+#: Where the OpenAPI document defines the error body (``haki openapi`` adds the schema).
+ERROR_SCHEMA_REF = "#/components/schemas/Error"
 
 
 def error_body(code: str, message: str) -> str:
@@ -33,6 +38,11 @@ def error_response(status: int, code: str, message: str) -> Response:
     log = logger.warning if status < HTTPStatus.INTERNAL_SERVER_ERROR else logger.error
     log("request failed", extra={"error_code": code, "status": status})
     return Response(status_code=status, content_type=CONTENT_TYPE, body=error_body(code, message))
+
+
+def unsupported_media_type() -> Response:
+    return error_response(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "validation_error",
+                          "the request body must be JSON (Content-Type: application/json)")
 
 
 def domain_response(error: HakiError) -> Response:
@@ -64,12 +74,33 @@ def as_proxy_result(response: Response) -> dict[str, Any]:
     }
 
 
+def responses(success: HTTPStatus, *errors: type[HakiError]) -> dict[int, Any]:
+    """The OpenAPI ``responses`` of a route decorator: its success status (described with the
+    route's return type) and the domain errors the route answers besides those every route
+    may answer, which ``haki openapi`` adds (401, 403, 413, 415, 422, 500, 503)."""
+    documented: dict[int, Any] = {int(success): {"description": success.phrase}}
+    for error in errors:
+        first = (error.__doc__ or "").split("\n\n")[0]
+        summary = " ".join(first.split()).replace("``", "`").rstrip(".")
+        entry = documented.setdefault(error.status, {
+            "description": "",
+            "content": {CONTENT_TYPE: {"schema": {"$ref": ERROR_SCHEMA_REF}}},
+        })
+        entry["description"] = "; ".join(
+            part for part in (entry["description"], f"{error.code}: {summary}") if part)
+    return documented
+
+
 def register_error_handlers(app: APIGatewayRestResolver) -> None:
     """Map every failure on ``app``'s routes to the contract."""
 
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
         return domain_response(classify_validation(exc.errors()))
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _content_type(exc: RequestUnsupportedContentType) -> Response:
+        return unsupported_media_type()
 
     @app.exception_handler(HakiError)
     def _domain(exc: HakiError) -> Response:

@@ -1,34 +1,48 @@
-"""The edge checks every API function runs before routing, then the resolver.
+"""The edge every API function shares: its resolver, and the checks it runs before routing.
 
-Order: authenticate (401 before anything else), bound the body size, require a JSON content
-type on requests with a body, then hand the event to the Powertools resolver, which validates
-and routes. The request latency is recorded for every outcome.
+Order: authenticate (401 before anything else), bound the body size (the route's
+``max_body_bytes`` in :data:`haki_aws.routes.ROUTES`: 256 KiB, 1 MiB for the batch writes;
+413 ``payload_too_large`` beyond), require a JSON content type on requests that carry or
+expect a body, then hand the event to the Powertools resolver, which parses the body within
+bounds (``haki.validation.loads_json``), validates and routes. The request latency is
+recorded for every outcome.
 """
 
+import base64
+import binascii
 import time
 from collections.abc import Mapping
-from http import HTTPStatus
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.db import Database
-from haki.errors import HakiError
+from haki.db.connection import acting_for
+from haki.errors import HakiError, PayloadTooLarge, ValidationFailed
+from haki.validation import loads_json
 from haki_aws.auth import IDENTITY, authenticate_event
 from haki_aws.errors import (
     as_proxy_result,
     domain_response,
     error_code,
-    error_response,
     internal_error,
+    register_error_handlers,
+    unsupported_media_type,
 )
 from haki_aws.observability import OK, logger, record_request
+from haki_aws.routes import BODY_BYTES, route_of
 
-#: Largest accepted request body: 256 KiB. Every valid request fits, even one whose 16,000
-#: query characters are all written as escaped surrogate pairs (12 bytes each, ~192 KB);
-#: anything larger is refused with 413 before it is parsed.
-MAX_BODY_BYTES = 256 * 1024
+#: Methods whose requests carry a JSON body.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def api_resolver() -> APIGatewayRestResolver:
+    """The resolver of an API function: request validation on, bodies parsed within the
+    contract's bounds, every failure mapped to the error contract."""
+    app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=loads_json)
+    register_error_handlers(app)
+    return app
 
 
 def _body_bytes(event: Mapping[str, Any]) -> int:
@@ -45,18 +59,36 @@ def _content_type(event: Mapping[str, Any]) -> str:
     return ""
 
 
+def body_limit(event: Mapping[str, Any]) -> int:
+    """The largest body the event's route accepts (an unknown route: the default; the
+    resolver answers it 404)."""
+    route = route_of(event.get("httpMethod"), event.get("resource"))
+    return route.max_body_bytes if route is not None else BODY_BYTES
+
+
 def _refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
     """The error response of a request refused before routing, if any."""
-    size = _body_bytes(event)
-    if size > MAX_BODY_BYTES:
-        return as_proxy_result(error_response(
-            HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "validation_error",
-            f"the request body is {size} bytes; the limit is {MAX_BODY_BYTES}"))
-    if size and _content_type(event) not in ("", "application/json"):
-        return as_proxy_result(error_response(
-            HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "validation_error",
-            "the request body must be JSON (Content-Type: application/json)"))
+    size, limit = _body_bytes(event), body_limit(event)
+    if size > limit:
+        return as_proxy_result(domain_response(PayloadTooLarge(
+            f"the request body is {size} bytes; the limit of this route is {limit}")))
+    expects_body = size > 0 or event.get("httpMethod") in _BODY_METHODS
+    if expects_body and _content_type(event) not in ("", "application/json"):
+        return as_proxy_result(unsupported_media_type())
+    if event.get("isBase64Encoded") and not _utf8(event.get("body") or ""):
+        return as_proxy_result(domain_response(ValidationFailed(
+            "the request body is not valid JSON (it is not UTF-8 text)")))
     return None
+
+
+def _utf8(base64_body: str) -> bool:
+    """Whether a base64-encoded body (API Gateway's form for bytes that are not UTF-8 text)
+    decodes to UTF-8 after all."""
+    try:
+        base64.b64decode(base64_body, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return True
 
 
 def resolve(
@@ -85,4 +117,7 @@ def _resolve(
     if refusal is not None:
         return refusal
     app.append_context(**{IDENTITY: identity})
-    return app.resolve(event, context)
+    # Every tenant transaction of the request is bound to this key (row-level security follows
+    # the key, migration 0013): a route that named another project would see nothing.
+    with acting_for(identity.key_hash):
+        return app.resolve(event, context)

@@ -1,10 +1,22 @@
-"""The public route table: one source for the CDK REST API and the local HTTP server.
+"""The public route table: one source for the CDK REST API, the local HTTP server, the edge's
+body limits and the OpenAPI document.
 
 Each route names the Lambda function (a folder under ``functions/``) that serves it, so the
-deployed API Gateway and the local adapter dispatch the same requests to the same handlers.
+deployed API Gateway and the local adapter dispatch the same requests to the same handlers,
+and the largest request body it accepts, which the edge enforces before parsing
+(``haki_aws.gateway``; 413 ``payload_too_large`` beyond). Standard library only: the CDK app
+reads it without the runtime's dependencies.
 """
 
 from dataclasses import dataclass
+
+#: Largest body of a route that carries no batch: every valid request fits, even a context
+#: call whose 16,000 query characters are all written as escaped surrogate pairs (12 bytes
+#: each, ~192 KB).
+BODY_BYTES = 256 * 1024
+#: Largest body of the batch write routes (100 records; ``haki.memory.api.MAX_BODY_BYTES``,
+#: which a test keeps equal).
+BATCH_BODY_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -14,10 +26,29 @@ class Route:
     path: str
     #: Folder under ``functions/`` whose ``app.handler`` serves the route.
     function: str
+    #: Largest request body accepted, in bytes.
+    max_body_bytes: int = BODY_BYTES
 
 
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/context", "context"),
     Route("GET", "/v1/inspect/{trace_id}", "inspect"),
     Route("GET", "/v1/stats/overview", "stats"),
+    # Writes that embed (the model, a full vCPU): functions/ingest.
+    Route("POST", "/v1/events", "ingest", BATCH_BODY_BYTES),
+    Route("POST", "/v1/facts", "ingest", BATCH_BODY_BYTES),
+    # Reads and lifecycle changes of stored memory, SQL only: functions/memory.
+    Route("GET", "/v1/facts", "memory"),
+    Route("POST", "/v1/facts/{fact_id}/status", "memory"),
+    Route("GET", "/v1/conflicts", "memory"),
+    Route("POST", "/v1/conflicts/{conflict_id}/resolve", "memory"),
+    Route("POST", "/v1/forget", "memory"),
 )
+
+
+def route_of(method: str | None, path: str | None) -> Route | None:
+    """The route of an API Gateway event (its ``httpMethod`` and ``resource``), if any."""
+    for route in ROUTES:
+        if route.method == method and route.path == path:
+            return route
+    return None

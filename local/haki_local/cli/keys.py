@@ -1,10 +1,12 @@
-"""``haki keys``: create, list and revoke API keys (as the owner, a ``haki_admin`` member)."""
+"""``haki keys`` and ``haki projects``: API keys and the projects they belong to (as the owner,
+a ``haki_admin`` member). A project belongs to one org; a key is made only for a project of
+its own org."""
 
 import argparse
 from uuid import UUID
 
 from haki.db import Database, Role, database_url
-from haki.keys import create_key, list_keys, revoke_key
+from haki.keys import create_key, create_project, list_keys, list_projects, revoke_key
 from haki.settings import get_settings
 
 
@@ -16,6 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--org", required=True, help="organisation id")
     create.add_argument("--project", required=True, help="the only project the key may use")
     create.add_argument("--label", default=None, help="free text shown in listings")
+    create.add_argument("--create-project", action="store_true",
+                        help="create the project for --org when it does not exist yet")
     create.set_defaults(run=_create)
 
     listing = actions.add_parser("list", help="list keys (masked)")
@@ -26,13 +30,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     revoke.add_argument("id", type=UUID, help="key id, from `haki keys list`")
     revoke.set_defaults(run=_revoke)
 
+    projects = subparsers.add_parser("projects", help="manage projects (one org each)")
+    project_actions = projects.add_subparsers(dest="projects_command", required=True)
+    made = project_actions.add_parser("create", help="create a project owned by an org")
+    made.add_argument("--org", required=True, help="organisation id")
+    made.add_argument("--project", required=True, help="project id")
+    made.set_defaults(run=_create_project)
+    project_actions.add_parser("list", help="list projects and their org").set_defaults(
+        run=_list_projects)
+
 
 def _owner() -> Database:
     return Database(database_url(get_settings(), Role.OWNER))
 
 
 def _create(args: argparse.Namespace) -> int:
-    new = create_key(_owner(), org_id=args.org, project_id=args.project, label=args.label)
+    new = create_key(_owner(), org_id=args.org, project_id=args.project, label=args.label,
+                     create_project=args.create_project)
     print(f"id:      {new.info.id}")
     print(f"project: {new.info.project_id} (org {new.info.org_id})")
     print(f"key:     {new.key}")
@@ -61,4 +75,22 @@ def _revoke(args: argparse.Namespace) -> int:
         print(f"no key with id {args.id}")
         return 1
     print(f"revoked {info.masked} ({info.project_id}) at {info.revoked_at:%Y-%m-%d %H:%M:%S %Z}")
+    return 0
+
+
+def _create_project(args: argparse.Namespace) -> int:
+    project = create_project(_owner(), org_id=args.org, project_id=args.project)
+    print(f"project: {project.project_id} (org {project.org_id}, "
+          f"created {project.created_at:%Y-%m-%d %H:%M})")
+    return 0
+
+
+def _list_projects(args: argparse.Namespace) -> int:
+    projects = list_projects(_owner())
+    if not projects:
+        print("no projects")
+        return 0
+    print(f"{'project':32}  {'org':24}  created")
+    for project in projects:
+        print(f"{project.project_id:32}  {project.org_id:24}  {project.created_at:%Y-%m-%d %H:%M}")
     return 0

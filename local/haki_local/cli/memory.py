@@ -1,8 +1,11 @@
 """``haki load``, ``haki resolve`` and ``haki context``: write memory, settle conflicts, ask
 for context, from the shell.
 
-Both act as the runtime role (row-level security applies); ``context`` prints exactly the body
-``POST /v1/context`` returns.
+They are admin tools and act as the owner (no API key: the runtime role's row-level security
+follows a key, migration 0013), through the routes' own core: ``load`` writes through the
+write API's statements (as written, without its rules), ``resolve`` is
+``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly the body
+``POST /v1/context`` returns. Every statement still names its exact scope.
 """
 
 import argparse
@@ -16,7 +19,8 @@ from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
 from haki.memory import MemoryWriter, parse_document
-from haki.memory.writer import resolve_conflict
+from haki.memory.api import ResolveRequest
+from haki.memory.conflicts import resolve
 from haki.models import ContextRequest
 from haki.settings import get_settings
 from haki.validation import parse
@@ -53,7 +57,7 @@ def _load(args: argparse.Namespace) -> int:
     settings = get_settings()
     document = parse_document(args.file)
     total = 2 * (len(document.facts) + len(document.events)) + len(document.conflicts)
-    db = Database(database_url(settings, Role.APP))
+    db = Database(database_url(settings, Role.OWNER))
     with tqdm(total=total, unit="rec", desc=f"loading {args.file.name}", file=sys.stderr) as bar:
         summary = MemoryWriter(db, get_embedder(settings)).write(document, progress=bar.update)
     print(json.dumps({
@@ -65,11 +69,12 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    db = Database(database_url(get_settings(), Role.APP))
-    with db.transaction(args.project) as conn:
-        updated = resolve_conflict(conn, args.project, args.conflict_id, args.keep)
-    print(json.dumps({"conflict_id": str(args.conflict_id), "kept": str(args.keep),
-                      "superseded": [str(i) for i in updated if i != args.keep]}))
+    """The core of ``POST /v1/conflicts/{id}/resolve``, with the project as the key's scope."""
+    db = Database(database_url(get_settings(), Role.OWNER))
+    request = parse(ResolveRequest, {"project_id": args.project, "keep_fact_id": str(args.keep)})
+    resolved = resolve(db, args.project, args.conflict_id, request)
+    print(json.dumps({"conflict_id": str(resolved.conflict_id), "kept": str(resolved.kept_fact_id),
+                      "superseded": [str(i) for i in resolved.superseded_fact_ids]}))
     return 0
 
 
@@ -82,7 +87,7 @@ def _context(args: argparse.Namespace) -> int:
     settings = get_settings()
     assembly = assemble(
         request, embed_query(get_embedder(settings), request.query),
-        db=Database(database_url(settings, Role.APP)),
+        db=Database(database_url(settings, Role.OWNER)),
         config=RetrievalConfig.from_settings(settings))
     if args.render:
         print(render_packet(assembly.response.packet))

@@ -8,18 +8,23 @@ the key and a ready ``curl`` for each endpoint. Ctrl-C stops the server and the 
 """
 
 import argparse
+import ipaddress
 import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from types import FrameType
 
 from haki.db import Database, Role, database_url
 from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
-from haki.errors import Unauthorized
+from haki.errors import Unauthorized, ValidationFailed
 from haki.keys import authenticate, create_key
 from haki.settings import Settings, get_settings
 from haki_local.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
@@ -30,9 +35,16 @@ DEV_KEY_FILE = "dev-key"
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser("serve", help="run the local API over the embedded database")
-    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="interface (default 127.0.0.1; anything else is refused unless "
+                            "--allow-remote is given: the dev key is printed on the console)")
+    serve.add_argument("--allow-remote", action="store_true",
+                       help="let --host name an interface other than loopback")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port")
     serve.add_argument("--no-demo", action="store_true", help="do not load the demo data set")
+    serve.add_argument("--workers", type=int, default=None,
+                       help="processes serving requests in parallel (default: one per core, "
+                            "at most 4)")
     serve.set_defaults(run=_serve)
 
 
@@ -46,7 +58,8 @@ def dev_key(settings: Settings, owner: Database, app: Database) -> str:
                 return key
         except Unauthorized:
             pass
-    new = create_key(owner, org_id=DEMO_ORG, project_id=DEMO_PROJECT, label="local dev key")
+    new = create_key(owner, org_id=DEMO_ORG, project_id=DEMO_PROJECT, label="local dev key",
+                     create_project=True)
     _write_private(path, new.key)
     return new.key
 
@@ -59,11 +72,31 @@ def _write_private(path: Path, text: str) -> None:
     path.chmod(0o600)
 
 
-def _serve(args: argparse.Namespace) -> int:
-    # Imported here: the adapter imports the Lambda handlers (Powertools), which the rest of
-    # the CLI does not need.
-    from haki_local.server import LocalGateway, load_handlers, make_server
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
+
+def _serve(args: argparse.Namespace) -> int:
+    if not is_loopback(args.host):
+        if not args.allow_remote:
+            raise ValidationFailed(
+                f"--host {args.host} is not a loopback address: the local API serves the demo "
+                "data with a printed dev key; add --allow-remote to expose it anyway")
+        print(f"WARNING: the local API listens on {args.host}, reachable from other machines, "
+              "with the dev key printed below. Use it only on a network you trust.",
+              file=sys.stderr, flush=True)
+    # Imported here: the workers import the Lambda handlers (Powertools), which the rest of
+    # the CLI does not need.
+    from haki_local import workers
+
+    args.workers = args.workers or workers.default_workers()
+    if args.workers < 1:
+        raise ValidationFailed("--workers must be at least 1")
     settings = get_settings()
     owner = Database(database_url(settings, Role.OWNER))
     app = Database(database_url(settings, Role.APP))
@@ -75,23 +108,43 @@ def _serve(args: argparse.Namespace) -> int:
         print("demo data: " + (f"loaded {summary}" if summary else "already loaded"), flush=True)
     key = dev_key(settings, owner, app)
 
-    gateway = LocalGateway(load_handlers())
-    server = make_server(args.host, args.port, gateway)
-    url = f"http://{args.host}:{server.server_address[1]}"
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-    warm = gateway.dispatch("POST", "/v1/context", headers, json.dumps(_demo_request()).encode())
-    trace_id = json.loads(warm.body).get("trace_id", "<trace_id>")
-    print(_banner(url, key, trace_id), flush=True)
+    owner.close()
+    app.close()
+
+    sock = workers.listen(args.host, args.port)
+    url = f"http://{args.host}:{sock.getsockname()[1]}"
     _stop_on_signals()
+    started = workers.spawn(sock, args.workers)
     try:
-        server.serve_forever()
+        trace_id = _first_call(url, key)
+        print(_banner(url, key, trace_id, len(started)), flush=True)
+        _wait_for_any(started)
+        print("a worker stopped unexpectedly; stopping", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\nstopping", file=sys.stderr)
+        return 0
     finally:
-        server.server_close()
-        owner.close()
-        app.close()
-    return 0
+        workers.stop(started)
+        sock.close()
+
+
+def _first_call(url: str, key: str) -> str:
+    """One context call through a worker (it loads the model), for the banner's inspect."""
+    request = urllib.request.Request(
+        f"{url}/v1/context", data=json.dumps(_demo_request()).encode(), method="POST",
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return str(json.loads(response.read()).get("trace_id", "<trace_id>"))
+    except urllib.error.HTTPError as error:
+        return f"<trace_id: the first call answered {error.code}>"
+
+
+def _wait_for_any(started: list[subprocess.Popen[bytes]]) -> None:
+    """Block until a worker exits (Ctrl-C or SIGTERM interrupts the wait)."""
+    while all(worker.poll() is None for worker in started):
+        time.sleep(0.5)
 
 
 def _stop_on_signals() -> None:
@@ -115,21 +168,51 @@ def _demo_request() -> dict[str, object]:
     }
 
 
-def _banner(url: str, key: str, trace_id: str) -> str:
+#: The banner's write example: an event about the demo subject, then a context call that
+#: serves it as an episode (read-your-writes). Its idempotency key makes a second run a replay.
+DEMO_EVENT = {
+    "subject_id": DEMO_SUBJECT, "kind": "conversation.message",
+    "idempotency_key": "demo-banner-absence",
+    "payload": {"text": "Je serai absente du 3 au 21 mars : pour la facture, écrivez à ma "
+                        "collègue Julie Martin, julie.martin@example.com."},
+}
+DEMO_EVENT_QUERY = "Qui contacter au sujet de la facture pendant que Marie est absente ?"
+#: Same value as the demo's active fact: the answer says ``reinforced``, no new row.
+DEMO_FACT = {"subject_id": DEMO_SUBJECT, "predicate": "preferred_language", "value": "fr"}
+
+
+def examples(url: str, key: str, trace_id: str) -> list[tuple[str, str]]:
+    """The banner's ``(comment, curl command)`` pairs, in the order to run them."""
     auth = shlex.quote(f"Authorization: Bearer {key}")
+    json_type = "-H 'Content-Type: application/json'"
     scope = f"project_id={DEMO_PROJECT}&subject_id={DEMO_SUBJECT}"
-    body = shlex.quote(json.dumps(_demo_request(), ensure_ascii=False))
-    return "\n".join([
-        "",
-        f"Haki local API: {url}",
-        f"API key ({DEMO_PROJECT}): {key}",
-        "",
-        "# assemble a context packet",
-        f"curl -s {url}/v1/context -H {auth} -H 'Content-Type: application/json' -d {body}",
-        "# inspect a call (this one ran at start)",
-        f"curl -s '{url}/v1/inspect/{trace_id}?{scope}' -H {auth}",
-        "# usage overview",
-        f"curl -s '{url}/v1/stats/overview?project_id={DEMO_PROJECT}' -H {auth}",
-        "",
-        "Ctrl-C stops the server.",
-    ])
+
+    def post(path: str, body: dict[str, object]) -> str:
+        data = shlex.quote(json.dumps(body, ensure_ascii=False))
+        return f"curl -s {url}{path} -H {auth} {json_type} -d {data}"
+
+    seen = {**_demo_request(), "query": DEMO_EVENT_QUERY}
+    return [
+        ("assemble a context packet", post("/v1/context", _demo_request())),
+        ("inspect a call (this one ran at start)",
+         f"curl -s '{url}/v1/inspect/{trace_id}?{scope}' -H {auth}"),
+        ("usage overview", f"curl -s '{url}/v1/stats/overview?project_id={DEMO_PROJECT}' "
+                           f"-H {auth}"),
+        ("write an event (201; run it again: the same id, deduplicated)",
+         post("/v1/events", {"project_id": DEMO_PROJECT, "events": [DEMO_EVENT]})),
+        ("... and the next context call serves it", post("/v1/context", seen)),
+        ("write a fact (her active value: reinforced, no new row)",
+         post("/v1/facts", {"project_id": DEMO_PROJECT, "facts": [DEMO_FACT]})),
+        ("her active facts, 5 a page", f"curl -s '{url}/v1/facts?{scope}&limit=5' -H {auth}"),
+        ("her open conflict sets", f"curl -s '{url}/v1/conflicts?{scope}' -H {auth}"),
+    ]
+
+
+def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
+    lines = ["", f"Haki local API: {url}", f"API key ({DEMO_PROJECT}): {key}",
+             f"workers: {workers} (requests served in parallel)", ""]
+    for comment, command in examples(url, key, trace_id):
+        lines += [f"# {comment}", command]
+    lines += ["", "# the trace console (read-only; the key stays in the URL fragment, never sent)",
+              f"Trace console: {url}/console/#key={key}"]
+    return "\n".join([*lines, "", "Ctrl-C stops the server."])

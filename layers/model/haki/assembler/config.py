@@ -53,7 +53,7 @@ class RetrievalConfig:
     #: index), merged by cosine distance, the best ``vector_top_k`` kept and ranked.
     vector_top_k: int = 128
     #: Text arm: the best ``text_top_k`` facts and events by the sum of BM25's idf over the
-    #: query terms they hold (``haki_idf_search``, migration 0011; term frequency and length
+    #: query terms they hold (``haki_idf_search``, migration 0015; term frequency and length
     #: normalisation were each worth < 0.005 recall, so they are not computed). Deeper than 32
     #: the arm adds more noise than evidence (REALTALK: 128 costs 0.006 recall at 2000 tokens).
     text_top_k: int = 32

@@ -1,7 +1,26 @@
-"""The prompt-ready block SDKs inject before the LLM call."""
+"""The prompt-ready block SDKs inject before the LLM call.
+
+Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
+be able to close the block, open a forged one, or add lines that look like the block's own.
+Every memory text is put on one line (line breaks of any kind become spaces, other control
+characters are dropped) and its angle brackets become the look-alike ‹ › , so no tag can be
+formed from memory, whatever its case or spacing.
+"""
+
+import re
 
 from haki.models import ContextPacket
 from haki.text import fact_text
+
+#: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters.
+_BREAKS = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]+")
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_ANGLES = str.maketrans({"<": "‹", ">": "›"})
+
+
+def inline(text: str) -> str:
+    """Memory text made safe inside the block: one line, no tag characters."""
+    return _CONTROLS.sub("", _BREAKS.sub(" ", text)).translate(_ANGLES)
 
 
 def render_packet(packet: ContextPacket) -> str:
@@ -21,10 +40,10 @@ def render_packet(packet: ContextPacket) -> str:
             if fact.unconfirmed:
                 notes.append("unconfirmed")
             suffix = f" ({', '.join(notes)})" if notes else ""
-            lines.append(f"- {fact_text(fact.predicate, fact.value)}{suffix}")
+            lines.append(f"- {inline(fact_text(fact.predicate, fact.value))}{suffix}")
     if packet.episodes:
         lines.append("Episodes:")
         for episode in packet.episodes:
-            lines.append(f"- [{episode.occurred_at.isoformat()}] {episode.excerpt}")
+            lines.append(f"- [{episode.occurred_at.isoformat()}] {inline(episode.excerpt)}")
     lines.append("</haki_memory>")
     return "\n".join(lines)

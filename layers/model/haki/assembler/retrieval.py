@@ -72,12 +72,13 @@ def retrieve(
     conn: psycopg.Connection, params: dict[str, Any], config: RetrievalConfig
 ) -> Retrieved:
     """Seed: fact candidates (the configured strategy's statement) and the nearest episodes,
-    in one pipelined round trip."""
-    with conn.pipeline():
-        conn.execute(sql.PLANNER_SETTINGS, params)
-        facts = conn.cursor(row_factory=dict_row).execute(
-            sql.FACT_CANDIDATES[config.fact_candidates], params)
-        episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
+    in one round trip: ``conn`` is in a pipelined transaction, so they leave with BEGIN and
+    the scope and the first fetch waits for all of them (a nested pipeline would sync
+    first)."""
+    conn.execute(sql.PLANNER_SETTINGS, params)
+    facts = conn.cursor(row_factory=dict_row).execute(
+        sql.FACT_CANDIDATES[config.fact_candidates], params)
+    episodes = conn.cursor(row_factory=dict_row).execute(sql.EPISODE_CANDIDATES, params)
     return Retrieved(
         facts=[FactCandidate.from_row(r) for r in facts.fetchall()],
         episodes=[EpisodeCandidate.from_row(r) for r in episodes.fetchall()],
@@ -100,11 +101,11 @@ def retrieve_multi_hop(
 
 
 def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any]) -> list[ArmHit]:
-    """Fused: every row either arm returned, facts and events, with its arm ranks; the
-    planner settings go in the same pipelined round trip."""
-    with conn.pipeline():
-        conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
-        rows = conn.cursor(row_factory=dict_row).execute(sql.FUSED_CANDIDATES, params)
+    """Fused: every row either arm returned, facts and events, with its arm ranks, in one
+    round trip with the planner settings, BEGIN and the scope (``conn`` is in a pipelined
+    transaction)."""
+    conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
+    rows = conn.cursor(row_factory=dict_row).execute(sql.FUSED_CANDIDATES, params)
     hits = []
     for row in rows.fetchall():
         item = (FactCandidate.from_row(row) if row["item"] == "fact"

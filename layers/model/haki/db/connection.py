@@ -8,19 +8,22 @@ idle timeout, failover) is replaced on the next transaction.
 """
 
 import logging
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
 from pgvector.psycopg import register_vector
+from psycopg import pq
 
 from haki.db.embedded import ensure_database, start_embedded
 from haki.db.migrate import apply_migrations
 from haki.db.protocol import ProtocolCounts, count_protocol
-from haki.errors import ServiceUnavailable
+from haki.errors import ForbiddenScope, HakiError, ServiceUnavailable, Unauthorized
 from haki.roles import DATABASE_NAME, Role
 from haki.settings import Settings
 
@@ -28,6 +31,10 @@ log = logging.getLogger(__name__)
 
 #: Connect timeout: the API should answer 503 quickly rather than hang on a dead database.
 CONNECT_TIMEOUT_S = 5
+#: A kept connection unused for longer than this is probed before a pipelined transaction
+#: (RDS Proxy drops idle clients after 15 minutes; a Lambda container idles between calls).
+#: A busy one is not: its first round trip carries real work (see ``Database.transaction``).
+PROBE_AFTER_IDLE_S = 30.0
 
 
 def database_url(settings: Settings, role: Role, *, database: str = DATABASE_NAME) -> str:
@@ -77,13 +84,59 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
     return conn
 
 
-def set_scope(conn: psycopg.Connection, project_id: str | None) -> None:
-    """Confine the current transaction to ``project_id`` for row-level security.
+#: The sha256 of the API key the current request (or task) acts for; see :func:`acting_for`.
+_ACTING_FOR: ContextVar[str | None] = ContextVar("haki_acting_for", default=None)
 
-    Transaction-local (``is_local = true``): it ends with the transaction, so a pooled or
-    proxied connection never carries one tenant's scope into another's request.
+
+@contextmanager
+def acting_for(key_hash: str) -> Iterator[None]:
+    """Bind every tenant transaction opened in this context to the key whose sha256 is
+    ``key_hash``: row-level security then shows the key's project and nothing else (migration
+    0013). The API edge binds the authenticated key around each request; tools and tests bind
+    a key they made."""
+    token = _ACTING_FOR.set(key_hash)
+    try:
+        yield
+    finally:
+        _ACTING_FOR.reset(token)
+
+
+#: Transaction-local settings of a tenant transaction, and the key's project to check against.
+_SCOPE = """
+SELECT set_config('haki.key_hash', %(key_hash)s, true),
+       CASE WHEN %(timeout)s > 0 THEN set_config('statement_timeout', %(timeout)s::text, true)
+       END,
+       CASE WHEN %(key_hash)s <> '' THEN haki_tenant() END
+"""
+
+
+def set_scope(
+    conn: psycopg.Connection, project_id: str | None, *, statement_timeout_ms: int = 0
+) -> psycopg.Cursor:
+    """Bind the current transaction to the key this context acts for (:func:`acting_for`) when
+    it works in ``project_id``, and bound each of its statements to ``statement_timeout_ms``
+    (0: the server's setting).
+
+    Transaction-local (``is_local = true``): both end with the transaction, so a pooled or
+    proxied connection never carries one tenant's key into another's request. The cursor's row
+    holds the key's project (read it with :func:`check_scope` once the statement has run).
+    Without a bound key the runtime role sees nothing; the owner passes its own policy.
     """
-    conn.execute("SELECT set_config('haki.project_id', %s, true)", (project_id or "",))
+    key_hash = (_ACTING_FOR.get() or "") if project_id is not None else ""
+    return conn.execute(_SCOPE, {"key_hash": key_hash, "timeout": statement_timeout_ms})
+
+
+def check_scope(cursor: psycopg.Cursor, project_id: str) -> None:
+    """The bound key's project must be ``project_id``: a revoked key is :class:`Unauthorized`,
+    another project's :class:`ForbiddenScope` (defence in depth: the edge checked both)."""
+    if _ACTING_FOR.get() is None:
+        return
+    row = cursor.fetchone()
+    tenant = row[2] if row else None
+    if tenant is None:
+        raise Unauthorized("a valid API key is required: Authorization: Bearer hk_...")
+    if tenant != project_id:
+        raise ForbiddenScope("this API key is not valid for the requested project")
 
 
 class Database:
@@ -93,9 +146,15 @@ class Database:
     minutes, so a deployment passes a callable that mints a fresh token per connect).
     """
 
-    def __init__(self, conninfo: str | Callable[[], str]) -> None:
+    def __init__(
+        self, conninfo: str | Callable[[], str], *, statement_timeout_ms: int = 0,
+        probe_after_idle_s: float = PROBE_AFTER_IDLE_S,
+    ) -> None:
         self._conninfo = conninfo
+        self._statement_timeout_ms = statement_timeout_ms
+        self._probe_after_idle_s = probe_after_idle_s
         self._conn: psycopg.Connection | None = None
+        self._last_used = 0.0
 
     def conninfo(self) -> str:
         """The URL to connect with now (a callable mints it afresh each time)."""
@@ -112,7 +171,37 @@ class Database:
         """The live connection, (re)opened when missing, closed or broken."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = self._open()
+            self._last_used = time.monotonic()  # just opened: nothing to probe
         return self._conn
+
+    def _probed_connection(self) -> psycopg.Connection:
+        """The connection, probed with one cheap round trip (and replaced if dead) when it has
+        been idle longer than ``probe_after_idle_s``."""
+        conn = self.connection()
+        if time.monotonic() - self._last_used > self._probe_after_idle_s:
+            try:
+                conn.execute("SELECT 1")
+            except psycopg.OperationalError:
+                log.info("replacing a dropped database connection")
+                self.close()
+                conn = self.connection()
+        return conn
+
+    def fetch_one(self, query: str, params: Mapping[str, object] | Sequence[object]
+                  ) -> tuple[object, ...] | None:
+        """One read-only statement outside any transaction (autocommit: a single round trip),
+        on a connection replaced once if found dead."""
+        for attempt in (1, 2):
+            try:
+                row = self.connection().execute(query, params).fetchone()
+                self._last_used = time.monotonic()
+                return row
+            except psycopg.OperationalError as exc:
+                self.close()
+                if attempt == 2:
+                    raise ServiceUnavailable(
+                        "the memory store is unavailable, retry shortly") from exc
+        raise AssertionError("unreachable")
 
     @contextmanager
     def count_protocol(self) -> Iterator[ProtocolCounts]:
@@ -126,29 +215,29 @@ class Database:
             self._conn.close()
             self._conn = None
 
-    def _begin(
-        self, project_id: str | None, pipeline: bool
-    ) -> tuple[psycopg.Connection, ExitStack]:
-        """Open a transaction and set its scope; replace a dead kept connection once.
-
-        With ``pipeline``, BEGIN and the scope go out together and every later statement is
-        queued until a result is needed; COMMIT leaves with the last queued statements.
-        """
+    def _begin(self, project_id: str | None) -> tuple[psycopg.Connection, ExitStack]:
+        """Open a transaction and set its scope; replace a dead kept connection once (the
+        scope's round trip doubles as the liveness check)."""
         for attempt in (1, 2):
             conn = self.connection()
             stack = ExitStack()
             try:
-                batch = stack.enter_context(conn.pipeline()) if pipeline else None
                 stack.enter_context(conn.transaction())
-                set_scope(conn, project_id)
-                if batch is not None:
-                    batch.sync()
-                return conn, stack
+                scope = set_scope(
+                    conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
             except psycopg.OperationalError:
                 self.close()
                 if attempt == 2:
                     raise
                 log.info("replacing a dropped database connection")
+                continue
+            if project_id is not None:
+                try:
+                    check_scope(scope, project_id)
+                except HakiError as exc:
+                    stack.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
+                    raise
+            return conn, stack
         raise AssertionError("unreachable")
 
     @contextmanager
@@ -157,16 +246,63 @@ class Database:
     ) -> Iterator[psycopg.Connection]:
         """A transaction, scoped to ``project_id`` for row-level security when given.
 
-        Its first round trip (BEGIN and the scope) doubles as a liveness check: a kept
-        connection found dead (server restart, proxy idle timeout) is replaced before any work
-        is done. A connection lost later becomes :class:`ServiceUnavailable`; nothing is
-        half-written because the transaction rolls back with it. ``pipeline`` batches
-        statements into fewer round trips (psycopg pipeline mode).
+        Plain: its first round trip (BEGIN and the scope) doubles as a liveness check, so a
+        kept connection found dead (server restart, proxy idle timeout) is replaced before any
+        work is done. ``pipeline`` (psycopg pipeline mode) saves two round trips instead:
+        BEGIN and the scope are queued with the caller's first statements, whose sync is the
+        transaction's first round trip, and COMMIT leaves with its last ones — a context call
+        is then one round trip for retrieval and one for the trace with the commit. A kept
+        connection idle for long is probed first; one that dies while busy fails that call.
+        A connection lost becomes :class:`ServiceUnavailable`; nothing is half-written because
+        the transaction rolls back with it. The key's project is checked before the commit
+        (pipelined) or before any work (plain).
         """
         try:
-            conn, stack = self._begin(project_id, pipeline)
-            with stack:
-                yield conn
+            if pipeline:
+                with self._pipelined(project_id) as conn:
+                    yield conn
+            else:
+                conn, stack = self._begin(project_id)
+                with stack:
+                    yield conn
+        except psycopg.errors.QueryCanceled as exc:
+            # The statement timeout: the transaction rolled back, the connection is sound.
+            log.warning("a statement exceeded the statement timeout")
+            raise ServiceUnavailable(
+                "the memory store did not answer in time, retry shortly") from exc
         except psycopg.OperationalError as exc:
             self.close()
             raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc
+        finally:
+            self._last_used = time.monotonic()
+
+    @contextmanager
+    def _pipelined(self, project_id: str | None) -> Iterator[psycopg.Connection]:
+        """BEGIN and the scope queued, the caller's statements, the scope checked, COMMIT —
+        without psycopg's transaction helper, which syncs after BEGIN and before COMMIT."""
+        conn = self._probed_connection()
+        committed = False
+        try:
+            with conn.pipeline():
+                conn.execute("BEGIN")
+                scope = set_scope(
+                    conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
+                yield conn
+                if project_id is not None:
+                    check_scope(scope, project_id)
+                conn.execute("COMMIT")
+            committed = True
+        finally:
+            if not committed:
+                self._roll_back(conn)
+
+    def _roll_back(self, conn: psycopg.Connection) -> None:
+        """End what a failed pipelined transaction left open; drop a connection that cannot."""
+        if conn.closed or conn.broken:
+            self.close()
+            return
+        try:
+            if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+        except psycopg.Error:
+            self.close()

@@ -69,6 +69,4 @@ def _validate(model: type[BaseModel], raw: Any, where: str) -> BaseModel:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(record)"
-        raise ValidationFailed(f"{where}: field '{field}': {first['msg']}") from exc
+        raise ValidationFailed.from_errors(exc.errors(), where) from exc

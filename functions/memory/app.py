@@ -1,0 +1,132 @@
+"""The stored memory's routes that run SQL only (docs/spec.md §11): ``GET /v1/facts``,
+``POST /v1/facts/{fact_id}/status``, ``GET /v1/conflicts``,
+``POST /v1/conflicts/{conflict_id}/resolve`` and ``POST /v1/forget``.
+
+They share a function because they share a profile: one short transaction each, no model,
+small bodies, so a small function answers them (the writes that embed are
+``functions/ingest``). An unknown fact or conflict id and one of another project get the same
+404, so nothing tells a caller whether another tenant's memory exists.
+"""
+
+from http import HTTPStatus
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from haki.db import Role
+from haki.errors import (
+    ConflictNotFound,
+    ConflictNotOpen,
+    FactNotFound,
+    IllegalStatusTransition,
+)
+from haki.memory.api import (
+    DEFAULT_PAGE,
+    ConflictListRequest,
+    ConflictPage,
+    FactListRequest,
+    FactPage,
+    FactStatusRequest,
+    FactStatusResponse,
+    ForgetRequest,
+    ForgetResponse,
+    ResolveRequest,
+    ResolveResponse,
+)
+from haki.memory.conflicts import list_conflicts, resolve
+from haki.memory.facts import list_facts, set_fact_status
+from haki.memory.forget import forget
+from haki.models import FactStatus
+from haki.validation import parse
+from haki_aws import gateway
+from haki_aws.auth import key_scope
+from haki_aws.database import runtime_database
+from haki_aws.errors import responses
+from haki_aws.observability import api_entry, log_scope, logger, traced
+from haki_aws.params import CursorQuery, PageLimitQuery, PredicateQuery, ScopeQuery
+
+app = gateway.api_resolver()
+db = runtime_database(Role.APP)
+
+
+@app.get("/v1/facts", summary="A subject's facts of one status, oldest recorded first")
+@traced
+def get_facts(
+    project_id: ScopeQuery,
+    subject_id: ScopeQuery,
+    status: Annotated[FactStatus, Query(description="default: active")] = "active",
+    predicate: PredicateQuery = None,
+    cursor: CursorQuery = None,
+    limit: PageLimitQuery = DEFAULT_PAGE,
+) -> FactPage:
+    scope = key_scope(app, project_id)
+    log_scope(scope, subject_id)
+    request = parse(FactListRequest, {
+        "project_id": project_id, "subject_id": subject_id, "status": status,
+        "predicate": predicate, "cursor": cursor, "limit": limit})
+    return list_facts(db, scope, request)
+
+
+@app.post("/v1/facts/<fact_id>/status", summary="Move a fact along the lifecycle graph",
+          responses=responses(HTTPStatus.OK, FactNotFound, IllegalStatusTransition))
+@traced
+def post_fact_status(
+    fact_id: Annotated[UUID, Path(description="id of a fact of the key's project")],
+    request: FactStatusRequest,
+) -> FactStatusResponse:
+    scope = key_scope(app, request.project_id)
+    log_scope(scope, None, fact_id=str(fact_id))
+    return set_fact_status(db, scope, fact_id, request)
+
+
+@app.get("/v1/conflicts", summary="A subject's conflict sets, oldest first")
+@traced
+def get_conflicts(
+    project_id: ScopeQuery,
+    subject_id: ScopeQuery,
+    status: Annotated[Literal["open", "resolved"], Query(description="default: open")] = "open",
+    cursor: CursorQuery = None,
+    limit: PageLimitQuery = DEFAULT_PAGE,
+) -> ConflictPage:
+    scope = key_scope(app, project_id)
+    log_scope(scope, subject_id)
+    request = parse(ConflictListRequest, {
+        "project_id": project_id, "subject_id": subject_id, "status": status,
+        "cursor": cursor, "limit": limit})
+    return list_conflicts(db, scope, request)
+
+
+@app.post("/v1/conflicts/<conflict_id>/resolve",
+          summary="Keep one fact of an open conflict set, supersede the others",
+          responses=responses(HTTPStatus.OK, ConflictNotFound, FactNotFound,
+                              ConflictNotOpen, IllegalStatusTransition))
+@traced
+def post_resolve(
+    conflict_id: Annotated[UUID, Path(description="id of an open conflict set")],
+    request: ResolveRequest,
+) -> ResolveResponse:
+    scope = key_scope(app, request.project_id)
+    log_scope(scope, None, conflict_id=str(conflict_id))
+    return resolve(db, scope, conflict_id, request)
+
+
+@app.post("/v1/forget", summary="Disable or erase a subject's memory or one fact",
+          responses=responses(HTTPStatus.OK, FactNotFound, IllegalStatusTransition))
+@traced
+def post_forget(request: ForgetRequest) -> ForgetResponse:
+    scope = key_scope(app, request.project_id)
+    # Not even the subject's digest: like the receipt, the log of an erasure says what was
+    # erased (counts, receipt id), never whom it concerned.
+    log_scope(scope, None)
+    forgotten = forget(db, scope, request)
+    logger.info("forgotten", extra={"target": forgotten.target, "mode": forgotten.mode,
+                                    "counts": forgotten.counts,
+                                    "receipt_id": str(forgotten.receipt_id)})
+    return forgotten
+
+
+@api_entry
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return gateway.resolve(app, db, event, context)

@@ -1,0 +1,359 @@
+"""Requests and responses of the memory write API (SPEC §11), and its documented limits.
+
+A handler validates the body (or query) into one of the request models, calls one core function
+with the key's project, and returns the response model. Validation here covers what can be
+checked on the record alone (types, lengths, JSON that PostgreSQL can store); what needs the
+database (references, the rules per subject and predicate) is the core's, and limits measured
+in bytes raise ``payload_too_large`` (413) there.
+"""
+
+import json
+import math
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+from uuid import UUID
+
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from haki.errors import ForbiddenScope
+from haki.models import SCOPE_MAX_CHARS, SCOPE_PATTERN, FactStatus, Volatility
+from haki.text import value_text
+
+# --------------------------------------------------------------------------- limits
+#: Records per ``POST /v1/events`` or ``POST /v1/facts`` (422 beyond).
+MAX_BATCH = 100
+#: A whole request body of the batch routes, in bytes (413 beyond). The edge refuses a larger
+#: body before parsing it (``haki_aws.routes.BATCH_BODY_BYTES``, kept equal by a test).
+MAX_BODY_BYTES = 1_048_576
+#: Model tokens one batch may embed, all records together (413 beyond, naming the first record
+#: past it). Each text counts what the model reads of it: at most its 512-token window, prefix
+#: included; a longer text is truncated there (stored whole, embedded on its first ~2,000
+#: characters). Embedding is the cost of a write, about linear in tokens (~0.6-0.9 ms a token
+#: on one core, benchmarks/ingest.py): this bound keeps the worst batch near 10-15 s on one
+#: vCPU, inside API Gateway's 29 s integration timeout. 100 short messages (~30 tokens each)
+#: use a fifth of it; 32 messages of 2,000 characters fill it.
+MAX_EMBED_TOKENS = 16_384
+#: One event's ``payload`` as compact UTF-8 JSON, in bytes (413 beyond).
+MAX_EVENT_PAYLOAD_BYTES = 16_384
+#: A fact's value as the text that is embedded and served (``haki.text.value_text``) (422).
+MAX_FACT_VALUE_CHARS = 2_000
+MAX_PREDICATE_CHARS = 256
+MAX_KIND_CHARS = 128
+MAX_IDEMPOTENCY_KEY_CHARS = 128
+MAX_SOURCE_EVENT_IDS = 100
+#: Rows per page of the listings; the default when ``limit`` is absent.
+MAX_PAGE = 200
+DEFAULT_PAGE = 50
+#: An opaque cursor is short; anything longer is not one of ours.
+MAX_CURSOR_CHARS = 200
+#: Nesting of a payload or value (objects and arrays within each other) (422 beyond).
+MAX_JSON_DEPTH = 32
+
+
+def _json_storable(value: Any) -> Any:
+    """``value`` if PostgreSQL's jsonb can hold it exactly: JSON types only, finite numbers,
+    strings without NUL (jsonb refuses ``\\u0000``) and without lone surrogates (not UTF-8),
+    nested at most :data:`MAX_JSON_DEPTH` deep."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(item, str):
+            _storable_text(item)
+        elif isinstance(item, bool) or item is None or isinstance(item, int):
+            continue
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ValueError("numbers must be finite (no NaN or Infinity)")
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise ValueError("object keys must be strings")
+                _storable_text(key)
+                stack.append((inner, depth + 1))
+        else:
+            raise ValueError(f"not a JSON value ({type(item).__name__})")
+    return value
+
+
+def _storable_text(text: str) -> None:
+    if "\x00" in text:
+        raise ValueError("text must not contain NUL characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("text must be valid Unicode (no lone surrogates)") from exc
+
+
+ScopeId = Annotated[
+    str, Field(min_length=1, max_length=SCOPE_MAX_CHARS), StringConstraints(pattern=SCOPE_PATTERN)
+]
+Predicate = Annotated[
+    str, Field(min_length=1, max_length=MAX_PREDICATE_CHARS),
+    StringConstraints(pattern=SCOPE_PATTERN),
+]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_json_storable)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Scoped(_Body):
+    """A request that names its project; the core serves it only with that project's key."""
+
+    project_id: ScopeId
+
+
+def check_scope(project_id: str, request: _Scoped) -> None:
+    """Refuse a request that names another project than the key's (the handlers check it
+    first; the core does not rely on them)."""
+    if request.project_id != project_id:
+        raise ForbiddenScope("this API key is not valid for the requested project")
+
+
+def payload_bytes(payload: dict[str, Any]) -> int:
+    """An event payload's size as compact UTF-8 JSON (what :data:`MAX_EVENT_PAYLOAD_BYTES`
+    bounds)."""
+    return len(json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+# --------------------------------------------------------------------------- POST /v1/events
+
+
+class EventIn(_Body):
+    """An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
+    idempotent: a replay returns the original id and writes nothing."""
+
+    subject_id: ScopeId
+    kind: Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS),
+                    StringConstraints(pattern=SCOPE_PATTERN)]
+    occurred_at: AwareDatetime | None = None
+    payload: JsonObject = Field(default_factory=dict)
+    id: UUID | None = None
+    idempotency_key: Annotated[
+        str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
+        StringConstraints(pattern=SCOPE_PATTERN),
+    ] | None = None
+
+    @model_validator(mode="after")
+    def _one_idempotency_handle(self) -> Self:
+        if self.id is not None and self.idempotency_key is not None:
+            raise ValueError("give either id or idempotency_key, not both")
+        return self
+
+
+class EventsRequest(_Scoped):
+    events: list[EventIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class EventWritten(_Body):
+    id: UUID
+    #: True when the event had been stored before (same id or idempotency key): nothing new
+    #: was written.
+    deduplicated: bool
+
+
+class EventsResponse(_Body):
+    #: One entry per event of the request, in its order.
+    events: list[EventWritten]
+
+
+# --------------------------------------------------------------------------- POST /v1/facts
+
+
+def _fact_value(value: Any) -> Any:
+    _json_storable(value)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError("a fact needs a value")
+    if len(value_text(value)) > MAX_FACT_VALUE_CHARS:
+        raise ValueError(f"the value is longer than {MAX_FACT_VALUE_CHARS} characters as text")
+    return value
+
+
+class FactIn(_Body):
+    subject_id: ScopeId
+    predicate: Predicate
+    value: Annotated[Any, AfterValidator(_fact_value)]
+    confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    volatility: Volatility = "stable"
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    source_event_ids: list[UUID] = Field(default_factory=list, max_length=MAX_SOURCE_EVENT_IDS)
+    #: ``candidate`` facts are stored but not served, and never contradict the active fact.
+    status: Literal["candidate", "active"] = "active"
+    #: The active fact of this subject and predicate that this one replaces.
+    supersedes_id: UUID | None = None
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Self:
+        if self.valid_from and self.valid_to and self.valid_to <= self.valid_from:
+            raise ValueError("valid_to must be later than valid_from")
+        if self.supersedes_id is not None and self.status != "active":
+            raise ValueError("a fact that supersedes another must be active")
+        return self
+
+
+class FactsRequest(_Scoped):
+    facts: list[FactIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+#: What writing one fact did (per subject and predicate, SPEC §11).
+FactOutcome = Literal["created", "reinforced", "superseded", "conflict"]
+
+
+class FactWritten(_Body):
+    #: The new fact; for ``reinforced``, the active fact that was reinforced.
+    id: UUID
+    outcome: FactOutcome
+    status: FactStatus
+    version: int
+    #: ``superseded``: the fact this one replaced.
+    supersedes_id: UUID | None = None
+    #: ``conflict``: the open conflict set now holding this fact and the one it contradicts.
+    conflict_id: UUID | None = None
+
+
+class FactsResponse(_Body):
+    #: One entry per fact of the request, in its order.
+    facts: list[FactWritten]
+
+
+# --------------------------------------------------------------------------- GET /v1/facts
+
+#: Lax: a query string gives "50".
+PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
+Cursor = Annotated[str, Field(min_length=1, max_length=MAX_CURSOR_CHARS)]
+
+
+class FactListRequest(_Scoped):
+    subject_id: ScopeId
+    status: FactStatus = "active"
+    predicate: Predicate | None = None
+    cursor: Cursor | None = None
+    limit: PageLimit = DEFAULT_PAGE
+
+
+class FactView(_Body):
+    id: UUID
+    subject_id: str
+    predicate: str
+    value: Any
+    qualifiers: dict[str, Any]
+    status: FactStatus
+    confidence: float | None
+    volatility: Volatility
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_from: datetime
+    recorded_to: datetime | None
+    last_reinforced_at: datetime | None
+    supersedes_id: UUID | None
+    source_event_ids: list[UUID]
+    version: int
+
+
+class FactPage(_Body):
+    facts: list[FactView]
+    #: Pass as ``cursor`` for the next page; ``None`` on the last one.
+    next_cursor: str | None
+
+
+# ------------------------------------------------------------- POST /v1/facts/{id}/status
+
+
+class FactStatusRequest(_Scoped):
+    status: FactStatus
+
+
+class FactStatusResponse(_Body):
+    fact: FactView
+    #: Activating a fact next to an active fact of another value opens (or extends) a set.
+    conflict_id: UUID | None = None
+
+
+# --------------------------------------------------------------------------- conflicts
+
+
+class ConflictListRequest(_Scoped):
+    subject_id: ScopeId
+    status: Literal["open", "resolved"] = "open"
+    cursor: Cursor | None = None
+    limit: PageLimit = DEFAULT_PAGE
+
+
+class ConflictFact(_Body):
+    id: UUID
+    predicate: str
+    value: Any
+    status: FactStatus
+
+
+class ConflictView(_Body):
+    id: UUID
+    subject_id: str
+    status: Literal["open", "resolved"]
+    reason: str | None
+    created_at: datetime
+    resolved_at: datetime | None
+    #: The facts of the set, in the set's order.
+    facts: list[ConflictFact]
+
+
+class ConflictPage(_Body):
+    conflicts: list[ConflictView]
+    next_cursor: str | None
+
+
+class ResolveRequest(_Scoped):
+    keep_fact_id: UUID
+
+
+class ResolveResponse(_Body):
+    conflict_id: UUID
+    kept_fact_id: UUID
+    #: The other facts of the set that became superseded (facts already superseded, disabled
+    #: or deleted keep their status).
+    superseded_fact_ids: list[UUID]
+    resolved_at: datetime
+
+
+# --------------------------------------------------------------------------- POST /v1/forget
+
+
+class ForgetRequest(_Scoped):
+    """Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
+    ``delete`` erases the rows (right to erasure) and returns a receipt."""
+
+    subject_id: ScopeId | None = None
+    fact_id: UUID | None = None
+    mode: Literal["disable", "delete"]
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        if (self.subject_id is None) == (self.fact_id is None):
+            raise ValueError("give exactly one of subject_id and fact_id")
+        return self
+
+
+class ForgetResponse(_Body):
+    #: The stored erasure receipt (``delete`` only).
+    receipt_id: UUID | None
+    target: Literal["subject", "fact"]
+    mode: Literal["disable", "delete"]
+    #: Rows affected per table: ``disable`` → ``{"facts": n}`` (facts disabled); ``delete`` →
+    #: rows erased per table, plus ``conflict_sets_updated`` (sets that lost an erased fact)
+    #: and ``context_calls_redacted`` (past packets the erased fact was removed from).
+    counts: dict[str, int]
+    forgotten_at: datetime

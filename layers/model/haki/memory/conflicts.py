@@ -1,0 +1,176 @@
+"""Conflict sets: opening one when a fact contradicts the active fact, listing them, resolving
+one (``POST /v1/conflicts/{id}/resolve``, ``haki resolve`` and resolved sets of ``haki load``
+all go through :func:`resolve_conflict`).
+
+A fact of an **open** set is never served (``/v1/context`` blocks it and warns); resolving the
+set keeps one fact active and supersedes the others.
+"""
+
+import uuid
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+
+from haki.db import Database
+from haki.errors import ConflictNotFound, ConflictNotOpen, FactNotFound, ValidationFailed
+from haki.memory.api import (
+    ConflictListRequest,
+    ConflictPage,
+    ConflictView,
+    ResolveRequest,
+    ResolveResponse,
+    check_scope,
+)
+from haki.memory.lifecycle import check_transition, transition
+from haki.memory.pagination import decode_cursor, encode_cursor
+from haki.memory.store import lock_scopes, transaction_time, write_transaction
+
+#: Reason of the sets the write rules open.
+CONTRADICTION_REASON = "different value written without supersedes_id"
+
+#: Shared with ``haki load``, whose documents carry their own set ids (a reload writes nothing).
+INSERT_CONFLICT = """
+INSERT INTO conflict_sets (id, project_id, subject_id, fact_ids, reason)
+VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(fact_ids)s, %(reason)s)
+ON CONFLICT (id) DO NOTHING
+"""
+
+#: The newest open set of the scope holding one of the given facts (conflict_sets_open_idx).
+SELECT_OPEN_SET_OF = """
+SELECT id, fact_ids FROM conflict_sets
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND status = 'open'
+  AND fact_ids && %(fact_ids)s
+ORDER BY created_at DESC, id
+LIMIT 1
+FOR UPDATE
+"""
+
+SET_FACT_IDS = "UPDATE conflict_sets SET fact_ids = %(fact_ids)s WHERE id = %(id)s"
+
+#: One set by id (primary key), locked for its resolution.
+SELECT_SET = """
+SELECT id, subject_id, fact_ids, status FROM conflict_sets
+WHERE project_id = %(project_id)s AND id = %(id)s
+"""
+SELECT_SET_FOR_UPDATE = SELECT_SET + "FOR UPDATE"
+
+#: The members of a set with their keys (primary key).
+SELECT_MEMBERS = """
+SELECT id, subject_id, predicate, status FROM facts
+WHERE project_id = %(project_id)s AND id = ANY (%(ids)s)
+"""
+SELECT_MEMBERS_FOR_UPDATE = SELECT_MEMBERS + "FOR UPDATE"
+
+MARK_RESOLVED = """
+UPDATE conflict_sets SET status = 'resolved', resolved_at = now()
+WHERE project_id = %(project_id)s AND id = %(id)s
+"""
+
+#: ``GET /v1/conflicts``: one scope's sets of one status in (created_at, id) order after the
+#: cursor (conflict_sets_scope_idx, 0009), each with its facts in the set's order (primary key
+#: of facts).
+LIST_CONFLICTS = """
+SELECT c.id, c.subject_id, c.status, c.reason, c.created_at, c.resolved_at,
+       coalesce((
+           SELECT jsonb_agg(jsonb_build_object(
+                      'id', f.id, 'predicate', f.predicate, 'value', f.value,
+                      'status', f.status) ORDER BY m.n)
+           FROM unnest(c.fact_ids) WITH ORDINALITY AS m(fact_id, n)
+           JOIN facts AS f ON f.id = m.fact_id AND f.project_id = c.project_id
+       ), '[]'::jsonb) AS facts
+FROM conflict_sets AS c
+WHERE c.project_id = %(project_id)s AND c.subject_id = %(subject_id)s
+  AND c.status = %(status)s
+  AND (%(after_at)s::timestamptz IS NULL OR (c.created_at, c.id) > (%(after_at)s, %(after_id)s))
+ORDER BY c.created_at, c.id
+LIMIT %(limit)s
+"""
+
+
+def open_conflict(
+    conn: psycopg.Connection, project_id: str, subject_id: str, fact_ids: list[UUID]
+) -> UUID:
+    """The open set that holds ``fact_ids``: the scope's newest open set already holding one of
+    them gains the others; without one, a new set. Returns its id."""
+    params = {"project_id": project_id, "subject_id": subject_id, "fact_ids": fact_ids}
+    row = conn.execute(SELECT_OPEN_SET_OF, params).fetchone()
+    if row is not None:
+        set_id, members = row
+        merged = list(dict.fromkeys([*members, *fact_ids]))
+        if merged != members:
+            conn.execute(SET_FACT_IDS, {"id": set_id, "fact_ids": merged})
+        return set_id
+    set_id = uuid.uuid4()
+    conn.execute(INSERT_CONFLICT, {**params, "id": set_id, "reason": CONTRADICTION_REASON})
+    return set_id
+
+
+def resolve_conflict(
+    conn: psycopg.Connection, project_id: str, conflict_id: UUID, keep_fact_id: UUID
+) -> list[UUID]:
+    """Resolve an open set in the caller's transaction: ``keep_fact_id`` becomes (or stays)
+    active, the set's other facts become superseded where the lifecycle allows it (facts
+    already superseded, disabled or deleted keep their status), the set is resolved.
+
+    Returns ``[keep_fact_id, *ids superseded]``. Raises :class:`ConflictNotFound` (unknown here,
+    or another project's), :class:`ConflictNotOpen`, :class:`ValidationFailed` when the fact to
+    keep is not in the set, :class:`IllegalStatusTransition` when it cannot become active.
+    """
+    params: dict[str, Any] = {"project_id": project_id, "id": conflict_id}
+    found = conn.execute(SELECT_SET, params).fetchone()
+    if found is None:
+        raise ConflictNotFound("no conflict set with this id in this project")
+    members = conn.execute(SELECT_MEMBERS, {**params, "ids": found[2]}).fetchall()
+    lock_scopes(conn, project_id, {m[1] for m in members}, {(m[1], m[2]) for m in members})
+
+    locked = conn.execute(SELECT_SET_FOR_UPDATE, params).fetchone()
+    if locked is None:
+        raise ConflictNotFound("no conflict set with this id in this project")
+    _, _, fact_ids, status = locked
+    if status != "open":
+        raise ConflictNotOpen(f"conflict set {conflict_id} is already resolved")
+    if keep_fact_id not in fact_ids:
+        raise ValidationFailed(
+            f"field 'keep_fact_id': fact {keep_fact_id} is not one of the facts of conflict "
+            f"set {conflict_id}")
+    statuses = {row[0]: row[3] for row in conn.execute(
+        SELECT_MEMBERS_FOR_UPDATE, {**params, "ids": fact_ids}).fetchall()}
+    if keep_fact_id not in statuses:
+        raise FactNotFound(f"fact {keep_fact_id} no longer exists")
+    if statuses[keep_fact_id] != "active":
+        check_transition(keep_fact_id, statuses[keep_fact_id], "active")
+        transition(conn, project_id, [keep_fact_id], "active")
+    superseded = transition(
+        conn, project_id, [i for i in fact_ids if i != keep_fact_id], "superseded")
+    conn.execute(MARK_RESOLVED, params)
+    return [keep_fact_id, *superseded]
+
+
+def resolve(
+    db: Database, project_id: str, conflict_id: UUID, request: ResolveRequest
+) -> ResolveResponse:
+    """``POST /v1/conflicts/{conflict_id}/resolve``, in one transaction."""
+    check_scope(project_id, request)
+    with write_transaction(db, project_id) as conn:
+        kept, *superseded = resolve_conflict(conn, project_id, conflict_id, request.keep_fact_id)
+        resolved_at = transaction_time(conn)
+    return ResolveResponse(conflict_id=conflict_id, kept_fact_id=kept,
+                           superseded_fact_ids=superseded, resolved_at=resolved_at)
+
+
+def list_conflicts(db: Database, project_id: str, request: ConflictListRequest) -> ConflictPage:
+    """``GET /v1/conflicts``: one page of a scope's sets, oldest first."""
+    check_scope(project_id, request)
+    after_at, after_id = decode_cursor(request.cursor)
+    with db.transaction(project_id) as conn:
+        rows = conn.cursor(row_factory=dict_row).execute(LIST_CONFLICTS, {
+            "project_id": project_id, "subject_id": request.subject_id,
+            "status": request.status, "after_at": after_at, "after_id": after_id,
+            "limit": request.limit + 1}).fetchall()
+    page = [ConflictView.model_validate(row) for row in rows[:request.limit]]
+    more = len(rows) > request.limit
+    return ConflictPage(
+        conflicts=page,
+        next_cursor=encode_cursor(page[-1].created_at, page[-1].id) if more else None)

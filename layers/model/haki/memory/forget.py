@@ -1,0 +1,215 @@
+"""``POST /v1/forget``: stop serving, or erase, a subject's memory or one fact.
+
+- ``disable`` moves the facts along the lifecycle to ``disabled`` (reversible: ``disabled →
+  active``); for a subject, every fact that may become disabled does, the others (superseded,
+  deleted, already disabled) keep their status.
+- ``delete`` is the right to erasure. Of a **subject**: every row of the subject goes — facts,
+  events, conflict sets, context calls with their trace rows, stats rollups — in one
+  transaction that holds the subject's exclusive lock (writers of the subject wait). Of a
+  **fact**: the row goes, with the trace rows that name it; it is cut out of the stored packets
+  that served it and out of conflict sets (a set left with fewer than two facts goes); a fact
+  that superseded it loses the link (``ON DELETE SET NULL``, 0010). Afterwards no packet or
+  trace returned by the API holds the erased fact's id.
+
+An erasure leaves a receipt (``erasure_receipts``, 0010): counts per table and the time, no
+content — not even the subject or fact id.
+"""
+
+import logging
+import uuid
+from uuid import UUID
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from haki.db import Database
+from haki.errors import FactNotFound
+from haki.memory.api import ForgetRequest, ForgetResponse, check_scope
+from haki.memory.facts import SELECT_FACT, change_status
+from haki.memory.lifecycle import transition_subject
+from haki.memory.store import (
+    lock_scopes,
+    lock_subject_exclusive,
+    transaction_time,
+    write_transaction,
+)
+
+log = logging.getLogger(__name__)
+
+#: Counts of an erasure, in the receipt's column order.
+RECEIPT_COUNTS = (
+    "facts", "events", "conflict_sets", "conflict_sets_updated", "context_calls",
+    "context_calls_redacted", "context_traces", "stats_rollups",
+)
+
+#: Every row of one subject, in one statement. Indexes: facts_scope_idx, events_scope_idx
+#: (0002), conflict_sets_scope_idx (0009), context_calls_scope_idx (0005), then the calls'
+#: trace rows by the context_traces primary key (trace_id, created_at), the stats_rollups
+#: primary key (project_id, subject_id, bucket_start). ``context_traces`` counts decisions (a
+#: call's trace row holds all of them since migration 0014).
+ERASE_SUBJECT = """
+WITH facts_gone AS (
+    DELETE FROM facts WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+    RETURNING 1
+), events_gone AS (
+    DELETE FROM events WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+    RETURNING 1
+), sets_gone AS (
+    DELETE FROM conflict_sets WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+    RETURNING 1
+), calls_gone AS (
+    DELETE FROM context_calls WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+    RETURNING trace_id, created_at
+), traces_gone AS (
+    DELETE FROM context_traces AS t USING calls_gone AS c
+    WHERE t.trace_id = c.trace_id AND t.project_id = %(project_id)s
+    RETURNING cardinality(t.ordinals) AS decisions
+), rollups_gone AS (
+    DELETE FROM stats_rollups WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM facts_gone) AS facts,
+       (SELECT count(*) FROM events_gone) AS events,
+       (SELECT count(*) FROM sets_gone) AS conflict_sets,
+       0 AS conflict_sets_updated,
+       (SELECT count(*) FROM calls_gone) AS context_calls,
+       0 AS context_calls_redacted,
+       (SELECT coalesce(sum(decisions), 0) FROM traces_gone) AS context_traces,
+       (SELECT count(*) FROM rollups_gone) AS stats_rollups
+"""
+
+#: One fact and every mention of it, in one statement. The fact's mentions are all in its own
+#: scope (the assembler and the write rules never cross it): the scope's calls
+#: (context_calls_scope_idx) lead to their trace rows (context_traces primary key) and packets;
+#: its conflict sets come from conflict_sets_scope_idx; the fact goes by primary key. A packet
+#: keeps its other facts, in order; a set keeps its other facts, or goes when fewer than two
+#: would be left. The two statements on conflict_sets touch disjoint rows.
+ERASE_FACT = """
+WITH calls AS (
+    SELECT trace_id, created_at FROM context_calls
+    WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+), mentions AS (
+    SELECT t.trace_id, t.created_at,
+           cardinality(array_positions(t.fact_ids, %(id)s::uuid)) AS decisions
+    FROM context_traces AS t JOIN calls AS c ON t.trace_id = c.trace_id
+    WHERE t.project_id = %(project_id)s AND %(id)s::uuid = ANY (t.fact_ids)
+), traces_gone AS (
+    UPDATE context_traces AS t
+    SET (ordinals, fact_ids, event_ids, actions, reasons, ranks, scores, similarities,
+         text_ranks, recencies, tokens, unconfirmed, vector_ranks, text_arm_ranks,
+         expanded_from) = (
+        SELECT coalesce(array_agg(d.o ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.f ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.e ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.a ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.r ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.rk ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.s ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.si ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.tr ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.re ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.tk ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.u ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.vr ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.ta ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.x ORDER BY d.n), '{}')
+        FROM unnest(t.ordinals, t.fact_ids, t.event_ids, t.actions, t.reasons, t.ranks,
+                    t.scores, t.similarities, t.text_ranks, t.recencies, t.tokens,
+                    t.unconfirmed, t.vector_ranks, t.text_arm_ranks, t.expanded_from)
+             WITH ORDINALITY AS d(o, f, e, a, r, rk, s, si, tr, re, tk, u, vr, ta, x, n)
+        WHERE d.f IS DISTINCT FROM %(id)s::uuid)
+    FROM mentions AS m
+    WHERE t.trace_id = m.trace_id AND t.created_at = m.created_at
+      AND t.project_id = %(project_id)s
+    RETURNING m.decisions
+), redacted AS (
+    UPDATE context_calls
+    SET packet = jsonb_set(packet, '{facts}', (
+        SELECT coalesce(jsonb_agg(served.fact ORDER BY served.n), '[]'::jsonb)
+        FROM jsonb_array_elements(packet -> 'facts') WITH ORDINALITY AS served(fact, n)
+        WHERE served.fact ->> 'id' <> %(id)s::text))
+    WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+      AND packet -> 'facts' @> %(served)s
+    RETURNING 1
+), sets_updated AS (
+    UPDATE conflict_sets SET fact_ids = array_remove(fact_ids, %(id)s)
+    WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+      AND %(id)s = ANY (fact_ids) AND cardinality(fact_ids) > 2
+    RETURNING 1
+), sets_gone AS (
+    DELETE FROM conflict_sets
+    WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+      AND %(id)s = ANY (fact_ids) AND cardinality(fact_ids) <= 2
+    RETURNING 1
+), fact_gone AS (
+    DELETE FROM facts WHERE project_id = %(project_id)s AND id = %(id)s
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM fact_gone) AS facts,
+       0 AS events,
+       (SELECT count(*) FROM sets_gone) AS conflict_sets,
+       (SELECT count(*) FROM sets_updated) AS conflict_sets_updated,
+       0 AS context_calls,
+       (SELECT count(*) FROM redacted) AS context_calls_redacted,
+       (SELECT coalesce(sum(decisions), 0) FROM traces_gone) AS context_traces,
+       0 AS stats_rollups
+"""
+
+INSERT_RECEIPT = f"""
+INSERT INTO erasure_receipts (id, project_id, target, {", ".join(RECEIPT_COUNTS)}, created_at)
+VALUES (%(id)s, %(project_id)s, %(target)s, {", ".join(f"%({c})s" for c in RECEIPT_COUNTS)},
+        %(created_at)s)
+"""
+
+
+def forget(db: Database, project_id: str, request: ForgetRequest) -> ForgetResponse:
+    """``POST /v1/forget``. An unknown fact (or another project's) is :class:`FactNotFound`;
+    a subject with nothing stored is forgotten with zero counts (a retried erasure succeeds)."""
+    check_scope(project_id, request)
+    target = "subject" if request.subject_id is not None else "fact"
+    with write_transaction(db, project_id) as conn:
+        at = transaction_time(conn)
+        if request.subject_id is not None:
+            lock_subject_exclusive(conn, project_id, request.subject_id)
+            if request.mode == "disable":
+                counts = {"facts": len(transition_subject(
+                    conn, project_id, request.subject_id, "disabled"))}
+            else:
+                counts = _erase(conn, ERASE_SUBJECT, {
+                    "project_id": project_id, "subject_id": request.subject_id})
+        else:
+            assert request.fact_id is not None
+            if request.mode == "disable":
+                change_status(conn, project_id, request.fact_id, "disabled")
+                counts = {"facts": 1}
+            else:
+                counts = _erase_fact(conn, project_id, request.fact_id)
+        receipt_id = None
+        if request.mode == "delete":
+            receipt_id = uuid.uuid4()
+            conn.execute(INSERT_RECEIPT, {"id": receipt_id, "project_id": project_id,
+                                          "target": target, "created_at": at, **counts})
+    log.info("forgot a %s (%s): %s", target, request.mode, counts)
+    return ForgetResponse(receipt_id=receipt_id, target=target, mode=request.mode,
+                          counts=counts, forgotten_at=at)
+
+
+def _erase_fact(conn: psycopg.Connection, project_id: str, fact_id: UUID) -> dict[str, int]:
+    found = conn.execute(SELECT_FACT, {"project_id": project_id, "id": fact_id}).fetchone()
+    if found is None:
+        raise FactNotFound("no fact with this id in this project")
+    subject_id, predicate = found[1], found[2]
+    lock_scopes(conn, project_id, {subject_id}, {(subject_id, predicate)})
+    counts = _erase(conn, ERASE_FACT, {
+        "project_id": project_id, "subject_id": subject_id, "id": fact_id,
+        "served": Jsonb([{"id": str(fact_id)}])})
+    if counts["facts"] == 0:  # erased by a concurrent request after it was read
+        raise FactNotFound("no fact with this id in this project")
+    return counts
+
+
+def _erase(conn: psycopg.Connection, statement: str, params: dict[str, object]) -> dict[str, int]:
+    row = conn.cursor(row_factory=dict_row).execute(statement, params).fetchone()
+    assert row is not None
+    return {name: int(row[name]) for name in RECEIPT_COUNTS}

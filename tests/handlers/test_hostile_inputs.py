@@ -1,0 +1,73 @@
+"""Inputs an attacker or a broken client sends: each gets a 4xx with a stable code, never a
+500 (the audit's reproductions, through the real handlers)."""
+
+import base64
+import json
+import uuid
+
+import pytest
+
+from tests.handlers.conftest import Invoke
+
+CONTEXT = "/v1/context"
+INSPECT = "/v1/inspect/{trace_id}"
+STATS = "/v1/stats/overview"
+
+
+def _context_body(project_id: str, **extra: object) -> dict[str, object]:
+    return {"project_id": project_id, "subject_id": "alice", "query": "q", **extra}
+
+
+def test_text_plain_without_a_body_is_unsupported_media_type(
+    invoke: Invoke, api_key: str
+) -> None:
+    answer = invoke("context", "POST", CONTEXT, key=api_key, body=None,
+                    headers={"Content-Type": "text/plain"})
+    assert answer.status == 415
+    assert answer.json["error"]["code"] == "validation_error"
+
+
+def test_a_body_nested_thousands_deep_is_refused(invoke: Invoke, api_key: str) -> None:
+    deep = "[" * 5000 + "]" * 5000
+    answer = invoke("context", "POST", CONTEXT, key=api_key,
+                    body='{"project_id": "p", "subject_id": "s", "query": "q", "x": ' + deep + "}")
+    assert answer.status == 422
+    assert answer.json["error"]["code"] == "validation_error"
+    assert "nested" in answer.json["error"]["message"]
+
+
+def test_an_integer_of_five_thousand_digits_is_refused_before_parsing(
+    invoke: Invoke, api_key: str, project_id: str
+) -> None:
+    """Python will not convert it (and long conversions are quadratic): the body is refused as
+    malformed, whatever field holds it."""
+    text = json.dumps(_context_body(project_id))[:-1] + ', "budget_tokens": ' + "9" * 5000 + "}"
+    answer = invoke("context", "POST", CONTEXT, key=api_key, body=text)
+    assert answer.status == 422
+    assert answer.json["error"]["code"] == "validation_error"
+    assert "30 digits" in answer.json["error"]["message"]
+
+
+@pytest.mark.parametrize("function", ["inspect", "stats"])
+def test_a_nul_in_a_query_parameter_is_a_validation_error(
+    invoke: Invoke, api_key: str, project_id: str, function: str
+) -> None:
+    query = {"project_id": project_id, "subject_id": "a\x00b"}
+    if function == "inspect":
+        answer = invoke("inspect", "GET", INSPECT, key=api_key,
+                        path_params={"trace_id": str(uuid.uuid4())}, query=query)
+    else:
+        answer = invoke("stats", "GET", STATS, key=api_key, query=query)
+    assert answer.status == 422
+    assert answer.json["error"]["code"] == "validation_error"
+
+
+def test_a_body_that_is_not_utf8_is_a_validation_error(
+    invoke: Invoke, api_key: str, project_id: str
+) -> None:
+    """API Gateway hands such a body over base64-encoded (the fuzzer's find: it was a 500)."""
+    event_body = base64.b64encode(b'?\xd7\xb6\xff').decode()
+    answer = invoke("context", "POST", CONTEXT, key=api_key, body=event_body,
+                    base64_encoded=True)
+    assert answer.status == 422
+    assert answer.json["error"]["code"] == "validation_error"
