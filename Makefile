@@ -27,12 +27,12 @@ $(TS_SDK)/node_modules/.package-lock.json: $(TS_SDK)/package-lock.json
 	cd $(TS_SDK) && npm ci --no-audit --no-fund
 
 # Debian's Chromium for the trace console's test (tests/clients/test_console.py): installed
-# when missing in a root shell with apt-get (as CI runs); elsewhere the test skips and says
-# how to install it (under CI=true it fails instead).
+# when missing in a root shell with apt-get (as CI runs); elsewhere the test fails and says
+# how to install it.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
 	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-	  || echo "chromium is not installed: the trace console's browser tests will skip (apt-get install chromium)"
+	  || echo "chromium is not installed: the trace console's browser tests will fail (apt-get install chromium)"
 
 install: $(STAMP)
 
