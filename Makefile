@@ -8,7 +8,7 @@ MODELS := build/models
 # The CDK (jsii) prints a banner about Node 20 on every synth; the tests synth offline.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run test install lint audit bench clean
+.PHONY: run test install lint audit clients-deps browser bench clean
 
 include layers/model/recipe/recipe.mk
 include benchmarks/bench.mk
@@ -16,15 +16,30 @@ include benchmarks/bench.mk
 run: install model
 	$(PY) -m haki_local.cli serve
 
-test: install model lint audit
+test: install model lint audit clients-deps browser
 	$(PY) -m pytest
+
+# The TypeScript SDK's pinned dev dependencies (openapi-typescript, typescript), from its
+# committed lock file; its tests (tests/clients/test_typescript_sdk.py) build and run it.
+TS_SDK := clients/typescript
+clients-deps: $(TS_SDK)/node_modules/.package-lock.json
+$(TS_SDK)/node_modules/.package-lock.json: $(TS_SDK)/package-lock.json
+	cd $(TS_SDK) && npm ci --no-audit --no-fund
+
+# Debian's Chromium for the trace console's test (tests/clients/test_console.py): installed
+# when missing in a root shell with apt-get (as CI runs); elsewhere the test fails and says
+# how to install it.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium is not installed: the trace console's browser tests will fail (apt-get install chromium)"
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -e clients/python
 	touch $@
 
 # ruff, then the layering contract of pyproject.toml (infra/ is not an installed package).
@@ -45,6 +60,13 @@ rds-ca:
 	curl -fsSL --proto '=https' --tlsv1.2 $(RDS_CA_URL) -o $(RDS_CA).tmp
 	grep -q 'BEGIN CERTIFICATE' $(RDS_CA).tmp && mv $(RDS_CA).tmp $(RDS_CA)
 	@echo "$(RDS_CA): $$(grep -c 'BEGIN CERTIFICATE' $(RDS_CA)) certificates"
+
+# Fuzzing from docs/openapi.json against the local server: 1,000 examples per operation
+# (10 operations: >= 10,000 cases); the test suite runs 15 each.
+FUZZ_EXAMPLES ?= 1000
+.PHONY: fuzz
+fuzz: install model
+	HAKI_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/e2e/test_fuzz.py
 
 clean:
 	rm -rf build .haki cdk.out

@@ -213,8 +213,9 @@ def trace_rows(owner_url: str, trace_ids: Sequence[UUID]) -> list[int]:
     """Decision rows persisted for each call."""
     with psycopg.connect(owner_url, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT c.trace_id, count(t.ordinal) FROM context_calls AS c "
-            "LEFT JOIN context_traces AS t USING (trace_id) "
+            "SELECT c.trace_id, coalesce(sum(cardinality(t.ordinals)), 0) "
+            "FROM context_calls AS c "
+            "LEFT JOIN context_traces AS t USING (trace_id, created_at) "
             "WHERE c.trace_id = ANY (%s) GROUP BY c.trace_id",
             (list(trace_ids),),
         ).fetchall()

@@ -1,5 +1,5 @@
-"""Audit the pinned dependencies that ship (the core's, the Lambda edge's and the local
-server's) against the public advisory database with ``pip-audit``.
+"""Audit the pinned dependencies that ship (the core's, the Lambda edge's, the local
+server's and the Python SDK's) against the public advisory database with ``pip-audit``.
 
     .venv/bin/python scripts/audit_dependencies.py        # run by `make test`
 
@@ -23,12 +23,19 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_EXTRAS = ("lambda", "local")
 
 
-def shipped_requirements(pyproject: Path = ROOT / "pyproject.toml") -> list[str]:
+#: The Python SDK ships to agent builders too: its own pins are audited with the service's.
+SDK_PYPROJECT = ROOT / "clients" / "python" / "pyproject.toml"
+
+
+def shipped_requirements(pyproject: Path = ROOT / "pyproject.toml",
+                         sdk: Path | None = SDK_PYPROJECT) -> list[str]:
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     pins = [*project["dependencies"]]
     for extra in SHIPPED_EXTRAS:
         pins.extend(project["optional-dependencies"][extra])
-    return [pin.split("#", 1)[0].strip() for pin in pins]
+    if sdk is not None and sdk.is_file():
+        pins.extend(tomllib.loads(sdk.read_text(encoding="utf-8"))["project"]["dependencies"])
+    return sorted({pin.split("#", 1)[0].strip() for pin in pins})
 
 
 def verdict(report: Mapping[str, Any]) -> tuple[int, str]:

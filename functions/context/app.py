@@ -39,12 +39,12 @@ def embedder() -> Embedder:
 def post_context(request: ContextRequest) -> ContextResponse:
     project_id = key_scope(app, request.project_id)
     log_scope(project_id, request.subject_id)
+    hits_before = embedder().cache_stats().hits
+    query = embed_query(embedder(), request.query)
     assembly = assemble(
-        request.model_copy(update={"project_id": project_id}),
-        embed_query(embedder(), request.query), db=db, config=config,
-    )
+        request.model_copy(update={"project_id": project_id}), query, db=db, config=config)
     logger.append_keys(trace_id=str(assembly.response.trace_id))
-    record_assembly(assembly)
+    record_assembly(assembly, query_cache_hit=embedder().cache_stats().hits > hits_before)
     logger.info("context served", extra={
         "facts_served": assembly.facts_served,
         "episodes_served": assembly.episodes_served,

@@ -17,13 +17,16 @@ from haki.errors import TraceNotFound
 from haki.models import InspectResponse
 from haki_aws import gateway
 from haki_aws.auth import key_scope
-from haki_aws.database import runtime_database
+from haki_aws.database import reader_database, runtime_database
 from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, traced
 from haki_aws.params import ScopeQuery
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
+#: The read replica when the stack has one (haki:read_replica); the writer answers otherwise,
+#: and for a trace the replica does not hold yet.
+reader = reader_database(Role.APP)
 
 
 @app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call",
@@ -36,7 +39,8 @@ def get_inspect(
 ) -> InspectResponse:
     scope = key_scope(app, project_id)
     log_scope(scope, subject_id, trace_id=str(trace_id))
-    return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace_id)
+    return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace_id,
+                      reader=reader)
 
 
 @api_entry

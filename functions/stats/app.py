@@ -10,14 +10,25 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki import stats
 from haki.db import Role
+from haki.settings import get_settings
 from haki_aws import gateway
 from haki_aws.auth import key_scope
-from haki_aws.database import runtime_database
-from haki_aws.observability import api_entry, log_scope, logger, scheduled_entry, traced
+from haki_aws.database import reader_database, runtime_database
+from haki_aws.observability import (
+    api_entry,
+    log_scope,
+    logger,
+    record_partitions,
+    scheduled_entry,
+    traced,
+)
 from haki_aws.params import OptionalScopeQuery, ScopeQuery
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
+#: The overview reads the replica when the stack has one (haki:read_replica): its tail of
+#: recent calls may then lag the writer by the replica's delay.
+reader = reader_database(Role.APP)
 #: The rollup may scan an hour of calls: bounded by its function's own timeout (300 s), not
 #: by the API's statement timeout.
 stats_db = runtime_database(Role.STATS, statement_timeout_ms=240_000)
@@ -31,7 +42,7 @@ def get_overview(
 ) -> stats.StatsOverview:
     scope = key_scope(app, project_id)
     log_scope(scope, subject_id)
-    return stats.overview(db, project_id=scope, subject_id=subject_id)
+    return stats.overview(reader or db, project_id=scope, subject_id=subject_id)
 
 
 @api_entry
@@ -41,13 +52,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 @scheduled_entry
 def aggregate_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Roll calls up to the watermark; the scheduled event's content is not used."""
+    """Roll calls up to the watermark, then maintain the day partitions of calls and traces
+    (ahead, and retention: ``HAKI_TRACE_RETENTION_DAYS``); the event's content is not used."""
     result = stats.aggregate(stats_db)
+    partitions = stats.maintain_partitions(
+        stats_db, retention_days=get_settings().trace_retention_days)
     summary = {
         "rolled_from": result.rolled_from.isoformat(),
         "rolled_until": result.rolled_until.isoformat(),
         "rollup_rows": result.rollup_rows,
         "calls": result.calls,
+        "partitions_created": partitions.partitions_created,
+        "partitions_dropped": partitions.partitions_dropped,
+        "default_partition_rows": partitions.default_rows,
     }
+    record_partitions(partitions.partitions_created, partitions.partitions_dropped,
+                      partitions.default_rows)
     logger.info("stats aggregated", extra=summary)
     return summary

@@ -102,11 +102,19 @@ class HakiConfig:
     bastion: bool = False
     #: Extra ``HAKI_*`` runtime variables for every function (recall floor, horizons, ...).
     runtime_env: dict[str, str] = field(default_factory=dict)
+    #: Opt-in (issue 12): a read-only RDS Proxy endpoint over the Aurora reader (a reader is
+    #: added in dev mode too), given to the inspect and stats functions only
+    #: (``HAKI_DB_READER_HOST``). Aurora only: RDS Proxy has no read-only endpoint over an RDS
+    #: instance's read replicas.
+    read_replica: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.sizing) - set(DEFAULT_SIZING)
         if unknown:
             raise ValueError(f"{PREFIX}sizing: unknown functions {sorted(unknown)}")
+        if self.read_replica and self.engine is not Engine.AURORA:
+            raise ValueError(f"{PREFIX}read_replica needs {PREFIX}engine=aurora (RDS Proxy "
+                             "read-only endpoints exist for Aurora clusters only)")
         bad_env = [k for k in self.runtime_env if k not in RUNTIME_ENV_NAMES]
         if bad_env:
             raise ValueError(f"{PREFIX}runtime_env: not runtime settings: {bad_env}")
@@ -202,5 +210,6 @@ _PARSERS: dict[str, Any] = {
     "alarm_email": _optional_str,
     "bastion": _bool,
     "runtime_env": _str_map,
+    "read_replica": _bool,
 }
 _FIELD_NAMES = frozenset(f.name for f in fields(HakiConfig))

@@ -61,7 +61,7 @@ class Database(Construct):
                 # Production keeps a reader in the other AZ so a failover promotes a warm
                 # instance instead of waiting for a new one.
                 readers=[]
-                if config.dev
+                if config.dev and not config.read_replica
                 else [rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True)],
                 serverless_v2_min_capacity=config.aurora_min_acu,
                 serverless_v2_max_capacity=config.aurora_max_acu,

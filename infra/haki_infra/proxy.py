@@ -52,6 +52,25 @@ class Proxy(Construct):
         )
         self.endpoint = self.proxy.endpoint
         self.port = PORT
+        #: The read-only endpoint over the cluster's readers (``add_reader_endpoint``).
+        self.reader_endpoint: str | None = None
+        self._network = network
+
+    def add_reader_endpoint(self) -> str:
+        """A READ_ONLY proxy endpoint (Aurora): same proxy, same IAM users, the readers'
+        connections. Returns its host name."""
+        endpoint = rds.CfnDBProxyEndpoint(
+            self,
+            "ReadOnlyEndpoint",
+            db_proxy_endpoint_name=f"{self.proxy.db_proxy_name}-ro",
+            db_proxy_name=self.proxy.db_proxy_name,
+            vpc_subnet_ids=self._network.vpc.select_subnets(
+                subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnet_ids,
+            vpc_security_group_ids=[self.security_group.security_group_id],
+            target_role="READ_ONLY",
+        )
+        self.reader_endpoint = endpoint.attr_endpoint
+        return self.reader_endpoint
 
     def allow_from(self, peer: ec2.IConnectable, description: str) -> None:
         self.proxy.connections.allow_from(peer, ec2.Port.tcp(PORT), description)

@@ -53,6 +53,12 @@ SERVICE_FUNCTIONS = (
 )
 
 
+#: The functions that may read a replica (haki:read_replica): inspect and the stats overview.
+#: The context and write functions and the rollup never do (read-after-write, and the rollup's
+#: watermark must see every committed call).
+READER_FUNCTIONS = frozenset({"inspect", "stats"})
+
+
 class HakiStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: HakiConfig) -> None:
         super().__init__(
@@ -63,6 +69,7 @@ class HakiStack(Stack):
         network = Network(self, "Network", config=config)
         database = Database(self, "Database", config=config, network=network)
         proxy = Proxy(self, "Proxy", network=network, database=database)
+        reader_host = proxy.add_reader_endpoint() if config.read_replica else None
         layer = ModelLayer(
             self,
             "ModelLayer",
@@ -95,6 +102,8 @@ class HakiStack(Stack):
                     "HAKI_DB_NAME": DATABASE_NAME,
                     "HAKI_DB_USER": spec.db_user.value,
                     "HAKI_DB_IAM_AUTH": "1",
+                    **({"HAKI_DB_READER_HOST": reader_host}
+                       if reader_host and spec.key in READER_FUNCTIONS else {}),
                 },
                 log_retention=config.log_retention,
             )

@@ -173,9 +173,15 @@ def _refused(status: HTTPStatus, message: str) -> Reply:
                  error_body("validation_error", message).encode())
 
 
-def serve_on(sock: socket.socket, gateway: LocalGateway) -> ThreadingHTTPServer:
+#: A local page mounted beside the API (the trace console): it answers the requests of its
+#: own paths and returns ``None`` for every other, which the gateway then serves.
+Mount = Callable[[str, str, Mapping[str, str]], Reply | None]
+
+
+def serve_on(sock: socket.socket, gateway: LocalGateway,
+             mounts: tuple[Mount, ...] = ()) -> ThreadingHTTPServer:
     """An HTTP server accepting from an already listening ``sock`` (a worker's)."""
-    server = ThreadingHTTPServer(sock.getsockname(), _request_handler(gateway),
+    server = ThreadingHTTPServer(sock.getsockname(), _request_handler(gateway, mounts),
                                  bind_and_activate=False)
     server.socket.close()
     server.socket = sock
@@ -183,8 +189,9 @@ def serve_on(sock: socket.socket, gateway: LocalGateway) -> ThreadingHTTPServer:
     return server
 
 
-def _request_handler(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
-    """The request handler class feeding ``gateway``."""
+def _request_handler(gateway: LocalGateway,
+                     mounts: tuple[Mount, ...] = ()) -> type[BaseHTTPRequestHandler]:
+    """The request handler class feeding ``mounts``, then ``gateway``."""
 
     class RequestHandler(BaseHTTPRequestHandler):
         server_version = "haki-local"
@@ -199,16 +206,25 @@ def _request_handler(gateway: LocalGateway) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
             else:
                 body = self.rfile.read(length) if length else b""
-                reply = gateway.dispatch(self.command, self.path, dict(self.headers.items()),
-                                         body)
+                headers = dict(self.headers.items())
+                reply = next((r for mount in mounts
+                              if (r := mount(self.command, self.path, headers)) is not None),
+                             None) or gateway.dispatch(self.command, self.path, headers, body)
             self.send_response(reply.status)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(reply.body)))
             self.end_headers()
-            self.wfile.write(reply.body)
+            if self.command != "HEAD":
+                self.wfile.write(reply.body)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+        def __getattr__(self, name: str) -> Any:
+            """Every method (``do_GET``, ``do_TRACE``, ``do_QUERY``…) reaches the gateway, which
+            answers 405 + Allow on a known path — the standard library would answer one it has
+            no ``do_`` for with an HTML 501."""
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
         def log_message(self, format: str, *args: Any) -> None:
             """Access log lines are left to the handlers' structured logs."""

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from types import FrameType
 
+from haki.settings import get_settings
+from haki_local.console import Console
 from haki_local.server import LocalGateway, load_handlers, serve_on
 
 #: Connections the kernel queues while every worker is busy.
@@ -61,7 +63,8 @@ def stop(workers: list[subprocess.Popen[bytes]], timeout_s: float = 20.0) -> Non
 
 def _run(fd: int) -> int:
     sock = socket.socket(fileno=fd)
-    server = serve_on(sock, LocalGateway(load_handlers()))
+    console = Console(get_settings())
+    server = serve_on(sock, LocalGateway(load_handlers()), mounts=(console.handle,))
 
     def finish(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
@@ -75,6 +78,7 @@ def _run(fd: int) -> int:
         pass
     finally:
         server.server_close()
+        console.close()
     return 0
 
 

@@ -171,3 +171,19 @@ def test_corrupt_model_is_a_configuration_error(models_dir: Path, tmp_path: Path
     embedder = Embedder("minilm-l6", tmp_path)
     with pytest.raises(ConfigurationError, match="cannot load"):
         embedder.embed_query("hello")
+
+
+def test_model_masks_padding(embedder: Embedder) -> None:
+    """The graph's attention mask keeps padded positions out of a text's vector. The runtime
+    never pads (it batches texts of equal token length), but the model contract takes a mask;
+    the tolerance is loose because on arm64 padding changes float sums in the last bits."""
+    session, tokenizer = embedder._load()
+    short, long = (tokenizer.encode(t).ids for t in ("ok", SENTENCES[4]))
+    ids = np.full((2, len(long)), embedder.manifest.pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    ids[0, : len(short)], mask[0, : len(short)] = short, 1
+    ids[1], mask[1] = long, 1
+    padded = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    alone = session.run(None, {"input_ids": ids[:1, : len(short)],
+                               "attention_mask": mask[:1, : len(short)]})[0]
+    np.testing.assert_allclose(padded[0], alone[0], atol=1e-4, rtol=0)

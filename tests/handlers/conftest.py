@@ -44,8 +44,10 @@ def api_event(
     query: dict[str, str] | None = None,
     body: Any = None,
     headers: dict[str, str] | None = None,
+    base64_encoded: bool = False,
 ) -> dict[str, Any]:
-    """A REST (v1) proxy event; ``body`` is sent as given if a string, else as JSON."""
+    """A REST (v1) proxy event; ``body`` is sent as given if a string, else as JSON
+    (``base64_encoded``: the string is the base64 of bytes that are not UTF-8)."""
     path = resource
     for name, value in (path_params or {}).items():
         path = path.replace("{" + name + "}", value)
@@ -66,7 +68,7 @@ def api_event(
         "requestContext": {"requestId": "req-123", "resourcePath": resource,
                            "httpMethod": method, "stage": "test"},
         "body": text,
-        "isBase64Encoded": False,
+        "isBase64Encoded": base64_encoded,
     }
 
 

@@ -177,5 +177,6 @@ def test_logs_carry_scope_and_trace_id_and_metrics_are_emitted(
     emf = [line for line in lines if "_aws" in line]
     assert emf, "no EMF metrics blob"
     names = {m["Name"] for d in emf[-1]["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
-    assert {"Latency", "CandidatesConsidered", "FactsServed", "EmptyPackets"} <= names
+    assert {"Latency", "CandidatesConsidered", "FactsServed", "EmptyPackets",
+            "QueryCacheHits"} <= names
     assert emf[-1]["outcome"] == "ok" and emf[-1]["endpoint"] == "POST /v1/context"

@@ -1,6 +1,7 @@
 """Inputs an attacker or a broken client sends: each gets a 4xx with a stable code, never a
 500 (the audit's reproductions, through the real handlers)."""
 
+import base64
 import json
 import uuid
 
@@ -57,5 +58,16 @@ def test_a_nul_in_a_query_parameter_is_a_validation_error(
                         path_params={"trace_id": str(uuid.uuid4())}, query=query)
     else:
         answer = invoke("stats", "GET", STATS, key=api_key, query=query)
+    assert answer.status == 422
+    assert answer.json["error"]["code"] == "validation_error"
+
+
+def test_a_body_that_is_not_utf8_is_a_validation_error(
+    invoke: Invoke, api_key: str, project_id: str
+) -> None:
+    """API Gateway hands such a body over base64-encoded (the fuzzer's find: it was a 500)."""
+    event_body = base64.b64encode(b'?\xd7\xb6\xff').decode()
+    answer = invoke("context", "POST", CONTEXT, key=api_key, body=event_body,
+                    base64_encoded=True)
     assert answer.status == 422
     assert answer.json["error"]["code"] == "validation_error"

@@ -129,7 +129,7 @@ def ask(app_db: Database, project_id: str) -> Asker:
 def trace_rows(conn: psycopg.Connection, trace_id: uuid.UUID) -> list[dict[str, Any]]:
     cursor = conn.cursor(row_factory=psycopg.rows.dict_row)
     return cursor.execute(
-        "SELECT * FROM context_traces WHERE trace_id = %s ORDER BY ordinal", (trace_id,)
+        "SELECT * FROM context_trace_decisions WHERE trace_id = %s ORDER BY ordinal", (trace_id,)
     ).fetchall()
 
 

@@ -88,7 +88,7 @@ def _exact_top(conn: psycopg.Connection, subject: str, query: np.ndarray) -> lis
 def _arm_rows(ask: Asker, owner: psycopg.Connection, subject: str,
               query: np.ndarray, config: RetrievalConfig) -> list[str]:
     result = ask("q", query, subject_id=subject, budget=1, config=config)
-    rows = owner.execute("SELECT fact_id FROM context_traces WHERE trace_id = %s",
+    rows = owner.execute("SELECT fact_id FROM context_trace_decisions WHERE trace_id = %s",
                          (result.response.trace_id,)).fetchall()
     return [str(r[0]) for r in rows]
 

@@ -35,11 +35,18 @@ def _tables_with(owner: psycopg.Connection, column: str) -> list[str]:
 
 def _subject_rows(owner: psycopg.Connection, project_id: str, subject_id: str) -> dict[str, int]:
     """Rows of the subject in every table that has a subject_id column (whatever tables a
-    later migration adds)."""
-    return {table: owner.execute(
+    later migration adds), and the decisions of its calls' traces (a trace row holds all the
+    decisions of one call and no subject_id since migration 0014)."""
+    rows = {table: owner.execute(
         f"SELECT count(*) FROM {table} WHERE project_id = %s AND subject_id = %s",
         (project_id, subject_id)).fetchone()[0]  # type: ignore[index]
         for table in _tables_with(owner, "subject_id")}
+    rows["context_traces"] = owner.execute(
+        "SELECT count(*) FROM context_trace_decisions AS d JOIN context_calls AS c "
+        "ON c.trace_id = d.trace_id AND c.created_at = d.created_at "
+        "WHERE c.project_id = %s AND c.subject_id = %s",
+        (project_id, subject_id)).fetchone()[0]  # type: ignore[index]
+    return rows
 
 
 def _mentions(owner: psycopg.Connection, project_id: str, needle: str) -> dict[str, int]:
@@ -145,7 +152,7 @@ def test_erasing_a_fact_removes_it_from_packets_traces_and_sets(writes: Writes) 
     two = [writes.fact("pet", p).id for p in ("cat", "dog")]
     old = writes.fact("car", "Clio")
     newer = writes.fact("car", "Zoé", supersedes_id=str(old.id))
-    traced = writes.count("context_traces", fact_id=language.id)
+    traced = writes.count("context_trace_decisions", fact_id=language.id)
     assert traced >= 2
 
     counts = {

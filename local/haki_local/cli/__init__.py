@@ -14,7 +14,7 @@ from importlib import import_module
 from haki.errors import HakiError
 
 #: Sub-modules of this package that contribute commands (each has ``register(subparsers)``).
-COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval")
+COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "mcp")
 
 
 def build_parser() -> argparse.ArgumentParser:

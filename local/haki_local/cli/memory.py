@@ -2,10 +2,10 @@
 for context, from the shell.
 
 They are admin tools and act as the owner (no API key: the runtime role's row-level security
-follows a key, migration 0013); every statement still names its exact scope. They go through
-the routes' own core: ``load`` writes through the write API's statements (as written, without
-its rules), ``resolve`` is ``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly
-the body ``POST /v1/context`` returns.
+follows a key, migration 0013), through the routes' own core: ``load`` writes through the
+write API's statements (as written, without its rules), ``resolve`` is
+``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly the body
+``POST /v1/context`` returns. Every statement still names its exact scope.
 """
 
 import argparse
@@ -69,7 +69,7 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    """The core of ``POST /v1/conflicts/{id}/resolve``, in the named project."""
+    """The core of ``POST /v1/conflicts/{id}/resolve``, with the project as the key's scope."""
     db = Database(database_url(get_settings(), Role.OWNER))
     request = parse(ResolveRequest, {"project_id": args.project, "keep_fact_id": str(args.keep)})
     resolved = resolve(db, args.project, args.conflict_id, request)

@@ -1,7 +1,6 @@
 """``assemble``: one context call, from the query vector to the packet and its persisted trace."""
 
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,7 @@ from haki.assembler.retrieval import (
     retrieve_multi_hop,
     retrieve_neighbours,
 )
-from haki.assembler.trace import write_trace
+from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.models import ContextRequest, ContextResponse
@@ -68,7 +67,7 @@ def assemble(
         excerpt_chars=config.excerpt_chars,
         excerpt_with_kind=config.excerpt_with_kind,
     )
-    trace_id = uuid.uuid4()
+    trace_id = new_trace_id()
     with db.transaction(request.project_id, pipeline=True) as conn:
         if config.ranking == "fused":
             _pack_fused(conn, params, packer, config)

@@ -53,27 +53,29 @@ class RetrievalConfig:
     #: index), merged by cosine distance, the best ``vector_top_k`` kept and ranked.
     vector_top_k: int = 128
     #: Text arm: the best ``text_top_k`` facts and events by the sum of BM25's idf over the
-    #: query terms they hold (``haki_idf_search``, migration 0011; term frequency and length
+    #: query terms they hold (``haki_idf_search``, migration 0015; term frequency and length
     #: normalisation were each worth < 0.005 recall, so they are not computed). Deeper than 32
-    #: the arm adds more noise than evidence (REALTALK: 128 costs 0.008 recall at 900 tokens).
+    #: the arm adds more noise than evidence (REALTALK: 128 costs 0.006 recall at 2000 tokens).
     text_top_k: int = 32
-    #: Text-arm candidates: at most this many rows per query term, from the GIN indexes. A
-    #: term held by more rows than that is common, so its idf (and its weight) is small.
-    text_term_cap: int = 500
+    #: Text-arm candidates: the rows holding the query's rarest terms, taken while their
+    #: document frequencies add up to at most this (REALTALK: 100 to 1000 give the same
+    #: recall), then scored on every term. Bounds the arm's work on a scope of any size.
+    text_candidates: int = 100
     #: Reciprocal-rank fusion: score = Σ_arm weight / (rrf_k + rank). The vector arm counts
-    #: double: equal weights cost 0.016 recall at 900 tokens on REALTALK.
+    #: double: equal weights cost 0.012 recall at 900 tokens on REALTALK (k = 60: 0.004).
     rrf_k: float = 30.0
     rrf_weight_vector: float = 2.0
     rrf_weight_text: float = 1.0
     #: Neighbour propagation: each of the ``neighbour_sources`` best episodes passes
     #: ``neighbour_share`` × its score, divided by the distance in turns, to the events up to
     #: ``neighbour_span`` turns before and after it (same scope, by ``occurred_at``) — a reply
-    #: often carries the evidence its question lacks. REALTALK: +0.014 recall at 900 tokens.
+    #: often carries the evidence its question lacks. REALTALK: +0.010 recall at 900 tokens,
+    #: +0.014 at 2000. 8 sources recall as much as 32 and trace a quarter of the rows.
     neighbour_share: float = 0.3
     neighbour_span: int = 2
-    neighbour_sources: int = 32
+    neighbour_sources: int = 8
     #: Episode excerpts carry the payload text only: the packet already has the ``kind``, and
-    #: repeating "conversation.message: " costs 5 tokens an episode (REALTALK: 0.017 recall).
+    #: repeating "conversation.message: " costs 5 tokens an episode (REALTALK: 0.023 recall).
     excerpt_with_kind: bool = False
 
     # --- seed ranking ---------------------------------------------------------------------

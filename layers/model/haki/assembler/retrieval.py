@@ -62,7 +62,7 @@ def query_parameters(
         "max_scan_tuples": str(config.hnsw_max_scan_tuples),
         "vector_top_k": config.vector_top_k,
         "text_top_k": config.text_top_k,
-        "text_term_cap": config.text_term_cap,
+        "text_candidates": config.text_candidates,
         "excerpt_chars": config.excerpt_chars,
         "neighbour_span": config.neighbour_span,
     }

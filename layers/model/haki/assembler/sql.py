@@ -10,7 +10,7 @@ setting and the trace write:
 Indexes relied upon (migrations):
 - ``facts_embedding_hnsw`` / ``events_embedding_hnsw`` (0002): ``ORDER BY embedding <=> q LIMIT k``;
 - ``facts_search_vector_gin`` (0004), ``events_search_vector_gin`` (0011): ``search_vector @@ q``
-  inside ``haki_text_search`` (0008) and ``haki_idf_search`` (0011);
+  inside ``haki_text_search`` (0008) and ``haki_idf_search`` (0011, redefined by 0015);
 - ``text_scope_stats`` / ``text_term_stats`` primary keys (0011): the idf statistics;
 - ``facts_scope_idx`` / ``events_scope_idx`` (0002): the scope filter, and the exact scan the
   planner prefers when a scope is small (``facts_scope_stats`` keeps its estimate honest);
@@ -269,7 +269,7 @@ def excerpt_payload(alias: str) -> str:
 #: - vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE) and as many events
 #:   of the scope, each by its HNSW index (or an exact scan of a small scope), merged by
 #:   distance and ranked; the best ``vector_top_k`` of the merge stay;
-#: - text arm: ``haki_idf_search`` (0011), the BM25 idf of the query terms a row holds, over
+#: - text arm: ``haki_idf_search`` (0015), the BM25 idf of the query terms a row holds, over
 #:   the scope's active facts and events pooled, statistics kept on write, the best
 #:   ``text_top_k`` ranked;
 #: - each row of either arm once, with its ranks (NULL: that arm did not return it), its
@@ -312,11 +312,11 @@ text_arm AS (
            row_number() OVER (ORDER BY hit.score DESC, hit.id) AS text_arm_rank
     FROM terms
     CROSS JOIN LATERAL haki_idf_search(
-        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_term_cap)s, %(text_top_k)s)
+        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_candidates)s, %(text_top_k)s)
         AS hit
     WHERE %(use_text_arm)s
 ),
-arms AS (
+arms AS MATERIALIZED (
     SELECT item, id, v.vector_rank, t.text_arm_rank, t.text_score
     FROM vector_arm AS v
     FULL JOIN text_arm AS t USING (item, id)

@@ -1,6 +1,12 @@
-"""The decision trace: written with the packet in one statement, read back by inspect."""
+"""The decision trace: written with the packet in one statement, read back by inspect (and,
+for the local trace console, listed and labelled)."""
 
 import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 import psycopg
@@ -10,13 +16,17 @@ from psycopg.types.json import Jsonb
 from haki.db import Database
 from haki.errors import TraceNotFound
 from haki.models import ContextRequest, ContextResponse, InspectResponse, TraceDecision
+from haki.text import event_text, fact_text
 
-#: The call row and every decision row in ONE statement: a data-modifying CTE inserts the call,
-#: and the outer INSERT writes all decisions from one JSON array (``jsonb_to_recordset``), so a
-#: packet is never stored without its trace and the write costs one round trip however many
-#: candidates there were. JSON rather than one array per column: psycopg adapts Python lists
-#: element by element, and twelve arrays of ~130 values cost more to send than one
-#: ``json.dumps`` (measured 3.9 vs 2.4 ms per call).
+#: The call row and its trace row in ONE statement: a data-modifying CTE inserts the call, and
+#: the outer INSERT writes the call's decisions as one compact row of parallel arrays
+#: (migration 0014), aggregated from one JSON array (``jsonb_to_recordset``), with action and
+#: reason encoded by their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``
+#: (the one place the codes are mapped). A packet is never stored without its trace and the
+#: write costs one round trip however many candidates there were. JSON rather than one array
+#: per column: psycopg adapts Python lists element by element, and twelve arrays of ~130 values
+#: cost more to send than one ``json.dumps`` (measured 3.9 vs 2.4 ms per call). The trace row
+#: takes the call's ``created_at`` (RETURNING), so both land in the same day partition.
 INSERT_CALL_AND_TRACE = """
 WITH call AS (
     INSERT INTO context_calls (
@@ -28,36 +38,132 @@ WITH call AS (
         %(budget_tokens)s, %(packet)s, %(token_count)s, %(status)s, %(empty_reason)s,
         %(facts_served)s, %(episodes_served)s, %(candidates)s,
         %(embed_ms)s, %(retrieval_ms)s, %(latency_ms)s)
-    RETURNING trace_id, project_id, subject_id
+    RETURNING trace_id, project_id, created_at
 )
 INSERT INTO context_traces (
-    trace_id, ordinal, project_id, subject_id, fact_id, event_id, action, reason_code,
-    rank, score, similarity, text_rank, recency, tokens, unconfirmed,
-    vector_rank, text_arm_rank, expanded_from)
-SELECT call.trace_id, d.ordinal, call.project_id, call.subject_id, d.fact_id, d.event_id,
-       d.action, d.reason_code, d.rank, d.score, d.similarity, d.text_rank, d.recency,
-       d.tokens, d.unconfirmed, d.vector_rank, d.text_arm_rank, d.expanded_from
+    trace_id, created_at, project_id, ordinals, fact_ids, event_ids, actions, reasons, ranks,
+    scores, similarities, text_ranks, recencies, tokens, unconfirmed, vector_ranks,
+    text_arm_ranks, expanded_from)
+SELECT call.trace_id, call.created_at, call.project_id,
+       coalesce(d.ordinals, '{}'), coalesce(d.fact_ids, '{}'), coalesce(d.event_ids, '{}'),
+       coalesce(d.actions, '{}'), coalesce(d.reasons, '{}'), coalesce(d.ranks, '{}'),
+       coalesce(d.scores, '{}'), coalesce(d.similarities, '{}'), coalesce(d.text_ranks, '{}'),
+       coalesce(d.recencies, '{}'), coalesce(d.tokens, '{}'), coalesce(d.unconfirmed, '{}'),
+       coalesce(d.vector_ranks, '{}'), coalesce(d.text_arm_ranks, '{}'),
+       coalesce(d.expanded_from, '{}')
 FROM call
-CROSS JOIN jsonb_to_recordset(%(decisions)s) AS d(
-    ordinal int, fact_id uuid, event_id uuid, action text, reason_code text, rank int,
-    score real, similarity real, text_rank real, recency real, tokens int, unconfirmed bool,
-    vector_rank int, text_arm_rank int, expanded_from uuid)
+CROSS JOIN (
+    SELECT array_agg(r.ordinal ORDER BY r.ordinal) AS ordinals,
+           array_agg(r.fact_id ORDER BY r.ordinal) AS fact_ids,
+           array_agg(r.event_id ORDER BY r.ordinal) AS event_ids,
+           array_agg(array_position(haki_trace_actions(), r.action)::smallint
+                     ORDER BY r.ordinal) AS actions,
+           array_agg(array_position(haki_trace_reasons(), r.reason_code)::smallint
+                     ORDER BY r.ordinal) AS reasons,
+           array_agg(r.rank ORDER BY r.ordinal) AS ranks,
+           array_agg(r.score ORDER BY r.ordinal) AS scores,
+           array_agg(r.similarity ORDER BY r.ordinal) AS similarities,
+           array_agg(r.text_rank ORDER BY r.ordinal) AS text_ranks,
+           array_agg(r.recency ORDER BY r.ordinal) AS recencies,
+           array_agg(r.tokens ORDER BY r.ordinal) AS tokens,
+           array_agg(r.unconfirmed ORDER BY r.ordinal) AS unconfirmed,
+           array_agg(r.vector_rank ORDER BY r.ordinal) AS vector_ranks,
+           array_agg(r.text_arm_rank ORDER BY r.ordinal) AS text_arm_ranks,
+           array_agg(r.expanded_from ORDER BY r.ordinal) AS expanded_from
+    FROM jsonb_to_recordset(%(decisions)s) AS r(
+        ordinal int, fact_id uuid, event_id uuid, action text, reason_code text, rank int,
+        score real, similarity real, text_rank real, recency real, tokens int,
+        unconfirmed bool, vector_rank int, text_arm_rank int, expanded_from uuid)
+) AS d
 """
 
+#: How far from the time encoded in a UUIDv7 trace id its call's ``created_at`` may lie: the
+#: id is minted just before the call's transaction opens (``now()``), on another clock.
+TRACE_TIME_SLACK = timedelta(hours=1)
+
+#: Inspect by id: the time bound prunes to the partitions of the id's day (0014).
 SELECT_CALL = """
 SELECT trace_id, project_id, subject_id, query, purpose, budget_tokens, packet, token_count,
        created_at
 FROM context_calls
 WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %(subject_id)s
+  AND created_at >= %(from)s AND created_at < %(until)s
 """
 
 SELECT_DECISIONS = """
 SELECT ordinal, fact_id, event_id, action, reason_code, rank, score, similarity, text_rank,
        recency, tokens, unconfirmed, vector_rank, text_arm_rank, expanded_from
-FROM context_traces
-WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %(subject_id)s
+FROM context_trace_decisions
+WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s
+  AND created_at >= %(from)s AND created_at < %(until)s
 ORDER BY ordinal
 """
+
+#: The project's latest calls, newest first. Served by a backward scan of
+#: context_calls_created_idx (0005) filtered on the project; a summary, without the packet.
+SELECT_RECENT_CALLS = """
+SELECT trace_id, subject_id, query, purpose, budget_tokens, token_count, status, empty_reason,
+       facts_served, episodes_served, candidates, latency_ms, created_at
+FROM context_calls
+WHERE project_id = %(project_id)s
+ORDER BY created_at DESC, trace_id
+LIMIT %(limit)s
+"""
+
+#: The current text of the facts and events a trace names, by primary key within the scope.
+SELECT_FACT_TEXTS = """
+SELECT id, predicate, value FROM facts
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND id = ANY(%(ids)s)
+"""
+SELECT_EVENT_TEXTS = """
+SELECT id, kind, payload FROM events
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND id = ANY(%(ids)s)
+"""
+
+#: The most calls one listing returns.
+MAX_RECENT_CALLS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class CallSummary:
+    """One context call as the trace console lists it."""
+
+    trace_id: UUID
+    subject_id: str
+    query: str
+    purpose: str | None
+    budget_tokens: int
+    token_count: int
+    status: str
+    empty_reason: str | None
+    facts_served: int
+    episodes_served: int
+    candidates: int
+    latency_ms: float | None
+    created_at: datetime
+
+
+def new_trace_id(at: datetime | None = None) -> UUID:
+    """A UUIDv7 (RFC 9562): 48 bits of Unix time in ms (now, or ``at``), version, 74 random
+    bits. Time-ordered (the primary key's B-tree appends) and it tells inspect which day
+    partition to read."""
+    ms = time.time_ns() // 1_000_000 if at is None else int(at.timestamp() * 1000)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = ((ms & (1 << 48) - 1) << 80 | 0x7 << 76 | (rand >> 62 & 0xFFF) << 64
+             | 0b10 << 62 | rand & (1 << 62) - 1)
+    return UUID(int=value)
+
+
+_UNBOUNDED = (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+
+
+def trace_time_bounds(trace_id: UUID) -> tuple[datetime, datetime]:
+    """The ``created_at`` range a call of this id can lie in: +- the slack around the time of
+    a UUIDv7; unbounded for an id of another version (minted before migration 0014)."""
+    if trace_id.version != 7:
+        return _UNBOUNDED
+    at = datetime.fromtimestamp((trace_id.int >> 80) / 1000, tz=UTC)
+    return at - TRACE_TIME_SLACK, at + TRACE_TIME_SLACK
 
 
 def write_trace(
@@ -94,19 +200,70 @@ def _dumps(value: object) -> str:
 
 
 def load_trace(
-    db: Database, *, project_id: str, subject_id: str, trace_id: UUID
+    db: Database, *, project_id: str, subject_id: str, trace_id: UUID,
+    reader: Database | None = None,
 ) -> InspectResponse:
     """The call and every decision of ``trace_id`` in this exact scope.
 
     An unknown id and an id of another scope give the same :class:`TraceNotFound`, so the
-    answer never tells whether another tenant's trace exists.
+    answer never tells whether another tenant's trace exists. With a ``reader`` (a read
+    replica) the trace is read there first; a replica lags the writer, so a trace it does not
+    hold (yet) is looked up on the writer ``db`` before answering not found.
     """
-    params = {"trace_id": trace_id, "project_id": project_id, "subject_id": subject_id}
-    with db.transaction(project_id, pipeline=True) as conn:
-        call_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_CALL, params)
-        decision_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_DECISIONS, params)
-    call = call_cursor.fetchone()
-    if call is None:
-        raise TraceNotFound("no trace with this id in this scope")
-    return InspectResponse(
-        **call, decisions=[TraceDecision(**row) for row in decision_cursor.fetchall()])
+    if reader is not None:
+        try:
+            return _load_trace(reader, project_id=project_id, subject_id=subject_id,
+                               trace_id=trace_id)
+        except TraceNotFound:
+            pass
+    return _load_trace(db, project_id=project_id, subject_id=subject_id, trace_id=trace_id)
+
+
+def _load_trace(
+    db: Database, *, project_id: str, subject_id: str, trace_id: UUID
+) -> InspectResponse:
+    # The id's own day first (one or two partitions); a row whose time was changed after the
+    # fact (a clock far off, a backfill, a test ageing its calls) is still found by one more
+    # look across every partition before the answer is "not found".
+    for lo, hi in (trace_time_bounds(trace_id), _UNBOUNDED):
+        params = {"trace_id": trace_id, "project_id": project_id, "subject_id": subject_id,
+                  "from": lo, "until": hi}
+        with db.transaction(project_id, pipeline=True) as conn:
+            call_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_CALL, params)
+            decision_cursor = conn.cursor(row_factory=dict_row).execute(
+                SELECT_DECISIONS, params)
+        call = call_cursor.fetchone()
+        if call is not None:
+            return InspectResponse(
+                **call, decisions=[TraceDecision(**row) for row in decision_cursor.fetchall()])
+        if (lo, hi) == _UNBOUNDED:
+            break
+    raise TraceNotFound("no trace with this id in this scope")
+
+
+def recent_calls(db: Database, project_id: str, limit: int = 50) -> list[CallSummary]:
+    """The latest ``limit`` (at most :data:`MAX_RECENT_CALLS`) context calls of the project,
+    newest first, every subject."""
+    limit = max(1, min(limit, MAX_RECENT_CALLS))
+    with db.transaction(project_id) as conn:
+        rows = conn.cursor(row_factory=dict_row).execute(
+            SELECT_RECENT_CALLS, {"project_id": project_id, "limit": limit}).fetchall()
+    return [CallSummary(**row) for row in rows]
+
+
+def candidate_texts(
+    db: Database, *, project_id: str, subject_id: str, fact_ids: Sequence[UUID],
+    event_ids: Sequence[UUID],
+) -> dict[UUID, str]:
+    """The current text (as embedded and served) of the facts and events a trace names; an
+    erased one is absent."""
+    params = {"project_id": project_id, "subject_id": subject_id}
+    with db.transaction(project_id) as conn, conn.pipeline():
+        facts = conn.cursor(row_factory=dict_row).execute(
+            SELECT_FACT_TEXTS, {**params, "ids": list(fact_ids)})
+        events = conn.cursor(row_factory=dict_row).execute(
+            SELECT_EVENT_TEXTS, {**params, "ids": list(event_ids)})
+    texts = {row["id"]: fact_text(row["predicate"], row["value"]) for row in facts.fetchall()}
+    texts.update({row["id"]: event_text(row["kind"], row["payload"])
+                  for row in events.fetchall()})
+    return texts

@@ -4,6 +4,24 @@
 provider; the model files are read on the first embedding, not at import.
 """
 
-from haki.embedding.embedder import EMBEDDING_DIM, Embedder, Manifest, get_embedder
+from haki.embedding.embedder import (
+    EMBEDDING_DIM,
+    QUERY_CACHE_SIZE,
+    CacheStats,
+    Embedder,
+    Manifest,
+    QueryCache,
+    get_embedder,
+    normalize_query,
+)
 
-__all__ = ["EMBEDDING_DIM", "Embedder", "Manifest", "get_embedder"]
+__all__ = [
+    "EMBEDDING_DIM",
+    "QUERY_CACHE_SIZE",
+    "CacheStats",
+    "Embedder",
+    "Manifest",
+    "QueryCache",
+    "get_embedder",
+    "normalize_query",
+]

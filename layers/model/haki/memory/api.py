@@ -19,11 +19,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     model_validator,
 )
 
 from haki.errors import ForbiddenScope
-from haki.models import SCOPE_MAX_CHARS, FactStatus, Volatility
+from haki.models import SCOPE_MAX_CHARS, SCOPE_PATTERN, FactStatus, Volatility
 from haki.text import value_text
 
 # --------------------------------------------------------------------------- limits
@@ -55,14 +56,6 @@ DEFAULT_PAGE = 50
 MAX_CURSOR_CHARS = 200
 #: Nesting of a payload or value (objects and arrays within each other) (422 beyond).
 MAX_JSON_DEPTH = 32
-
-
-def _no_control_characters(value: str) -> str:
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise ValueError("must not contain control characters")
-    if not value.strip():
-        raise ValueError("must not be blank")
-    return value
 
 
 def _json_storable(value: Any) -> Any:
@@ -104,10 +97,11 @@ def _storable_text(text: str) -> None:
 
 
 ScopeId = Annotated[
-    str, Field(min_length=1, max_length=SCOPE_MAX_CHARS), AfterValidator(_no_control_characters)
+    str, Field(min_length=1, max_length=SCOPE_MAX_CHARS), StringConstraints(pattern=SCOPE_PATTERN)
 ]
 Predicate = Annotated[
-    str, Field(min_length=1, max_length=MAX_PREDICATE_CHARS), AfterValidator(_no_control_characters)
+    str, Field(min_length=1, max_length=MAX_PREDICATE_CHARS),
+    StringConstraints(pattern=SCOPE_PATTERN),
 ]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_storable)]
 
@@ -144,13 +138,13 @@ class EventIn(_Body):
 
     subject_id: ScopeId
     kind: Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS),
-                    AfterValidator(_no_control_characters)]
+                    StringConstraints(pattern=SCOPE_PATTERN)]
     occurred_at: AwareDatetime | None = None
     payload: JsonObject = Field(default_factory=dict)
     id: UUID | None = None
     idempotency_key: Annotated[
         str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
-        AfterValidator(_no_control_characters),
+        StringConstraints(pattern=SCOPE_PATTERN),
     ] | None = None
 
     @model_validator(mode="after")

@@ -45,8 +45,9 @@ RECEIPT_COUNTS = (
 
 #: Every row of one subject, in one statement. Indexes: facts_scope_idx, events_scope_idx
 #: (0002), conflict_sets_scope_idx (0009), context_calls_scope_idx (0005), then the calls'
-#: trace rows by the context_traces primary key (trace_id, ordinal), the stats_rollups primary
-#: key (project_id, subject_id, bucket_start).
+#: trace rows by the context_traces primary key (trace_id, created_at), the stats_rollups
+#: primary key (project_id, subject_id, bucket_start). ``context_traces`` counts decisions (a
+#: call's trace row holds all of them since migration 0014).
 ERASE_SUBJECT = """
 WITH facts_gone AS (
     DELETE FROM facts WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
@@ -59,11 +60,11 @@ WITH facts_gone AS (
     RETURNING 1
 ), calls_gone AS (
     DELETE FROM context_calls WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
-    RETURNING trace_id
+    RETURNING trace_id, created_at
 ), traces_gone AS (
     DELETE FROM context_traces AS t USING calls_gone AS c
     WHERE t.trace_id = c.trace_id AND t.project_id = %(project_id)s
-    RETURNING 1
+    RETURNING cardinality(t.ordinals) AS decisions
 ), rollups_gone AS (
     DELETE FROM stats_rollups WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
     RETURNING 1
@@ -74,7 +75,7 @@ SELECT (SELECT count(*) FROM facts_gone) AS facts,
        0 AS conflict_sets_updated,
        (SELECT count(*) FROM calls_gone) AS context_calls,
        0 AS context_calls_redacted,
-       (SELECT count(*) FROM traces_gone) AS context_traces,
+       (SELECT coalesce(sum(decisions), 0) FROM traces_gone) AS context_traces,
        (SELECT count(*) FROM rollups_gone) AS stats_rollups
 """
 
@@ -86,12 +87,42 @@ SELECT (SELECT count(*) FROM facts_gone) AS facts,
 #: would be left. The two statements on conflict_sets touch disjoint rows.
 ERASE_FACT = """
 WITH calls AS (
-    SELECT trace_id FROM context_calls
+    SELECT trace_id, created_at FROM context_calls
     WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+), mentions AS (
+    SELECT t.trace_id, t.created_at,
+           cardinality(array_positions(t.fact_ids, %(id)s::uuid)) AS decisions
+    FROM context_traces AS t JOIN calls AS c ON t.trace_id = c.trace_id
+    WHERE t.project_id = %(project_id)s AND %(id)s::uuid = ANY (t.fact_ids)
 ), traces_gone AS (
-    DELETE FROM context_traces AS t USING calls AS c
-    WHERE t.trace_id = c.trace_id AND t.project_id = %(project_id)s AND t.fact_id = %(id)s
-    RETURNING 1
+    UPDATE context_traces AS t
+    SET (ordinals, fact_ids, event_ids, actions, reasons, ranks, scores, similarities,
+         text_ranks, recencies, tokens, unconfirmed, vector_ranks, text_arm_ranks,
+         expanded_from) = (
+        SELECT coalesce(array_agg(d.o ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.f ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.e ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.a ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.r ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.rk ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.s ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.si ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.tr ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.re ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.tk ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.u ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.vr ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.ta ORDER BY d.n), '{}'),
+               coalesce(array_agg(d.x ORDER BY d.n), '{}')
+        FROM unnest(t.ordinals, t.fact_ids, t.event_ids, t.actions, t.reasons, t.ranks,
+                    t.scores, t.similarities, t.text_ranks, t.recencies, t.tokens,
+                    t.unconfirmed, t.vector_ranks, t.text_arm_ranks, t.expanded_from)
+             WITH ORDINALITY AS d(o, f, e, a, r, rk, s, si, tr, re, tk, u, vr, ta, x, n)
+        WHERE d.f IS DISTINCT FROM %(id)s::uuid)
+    FROM mentions AS m
+    WHERE t.trace_id = m.trace_id AND t.created_at = m.created_at
+      AND t.project_id = %(project_id)s
+    RETURNING m.decisions
 ), redacted AS (
     UPDATE context_calls
     SET packet = jsonb_set(packet, '{facts}', (
@@ -121,7 +152,7 @@ SELECT (SELECT count(*) FROM fact_gone) AS facts,
        (SELECT count(*) FROM sets_updated) AS conflict_sets_updated,
        0 AS context_calls,
        (SELECT count(*) FROM redacted) AS context_calls_redacted,
-       (SELECT count(*) FROM traces_gone) AS context_traces,
+       (SELECT coalesce(sum(decisions), 0) FROM traces_gone) AS context_traces,
        0 AS stats_rollups
 """
 

@@ -26,17 +26,12 @@ from haki.embedding import Embedder
 from haki.errors import ForbiddenScope, PayloadTooLarge, ValidationFailed
 from haki.memory.api import MAX_EMBED_TOKENS
 
-#: Passages embedded per step of a large ``haki load`` document (its progress bar moves per
-#: chunk); a write batch (≤ 100 records) is one chunk.
+#: Passages handed to the embedder at once. It runs texts of equal token length together (no
+#: padding), so the more it sees at once, the fuller its runs: a write batch (≤ 100 records)
+#: is one call; a large ``haki load`` document goes in chunks, for its progress bar. (Chunks
+#: of 32 in request order, as before the write API, cost a mixed batch of 96 messages 2.5
+#: times the CPU of one call with the padding embedder of the time.)
 EMBED_CHUNK = 1024
-#: Passages share an embedder call only if the longest is at most this ratio (plus
-#: :data:`PAD_SLACK` tokens) of the shortest. The embedder runs 32 texts at a time, each run
-#: padded to its longest text: one call on a chat batch of 100 messages of 60 to 2,000
-#: characters cost 16.9 s of CPU, grouped by length 9.0 s (the same vectors to 2e-8), and
-#: chunks of 32 in request order 2.5 times one call. Harmless once the embedder batches only
-#: texts of equal length.
-PAD_RATIO = 1.25
-PAD_SLACK = 8
 
 #: Called with the number of records just embedded or written (drives a progress bar).
 Progress = Callable[[int], None]
@@ -48,28 +43,14 @@ LOCK_EXCLUSIVE = "SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k
 def embed_texts(
     embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
 ) -> np.ndarray:
-    """Passage embeddings of ``texts``, ``(n, dim)``, in request order: chunks of
-    :data:`EMBED_CHUNK`, each embedded in groups of similar length (:data:`PAD_RATIO`)."""
+    """Passage embeddings of ``texts``, ``(n, dim)``, in chunks of :data:`EMBED_CHUNK`."""
     out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     for start in range(0, len(texts), EMBED_CHUNK):
         chunk = list(texts[start:start + EMBED_CHUNK])
-        for group in _length_groups(embedder.passage_tokens(chunk)):
-            out[[start + i for i in group]] = embedder.embed_passages([chunk[i] for i in group])
+        out[start:start + len(chunk)] = embedder.embed_passages(chunk)
         if progress is not None:
             progress(len(chunk))
     return out
-
-
-def _length_groups(tokens: Sequence[int]) -> list[list[int]]:
-    """Positions grouped by length: sorted, a new group when a text is longer than the group's
-    shortest by more than :data:`PAD_RATIO` (and :data:`PAD_SLACK` tokens)."""
-    groups: list[list[int]] = []
-    for i in sorted(range(len(tokens)), key=tokens.__getitem__):
-        if groups and tokens[i] <= tokens[groups[-1][0]] * PAD_RATIO + PAD_SLACK:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
 
 
 def check_embedding_budget(embedder: Embedder, texts: Sequence[str], records: str) -> None:

@@ -32,5 +32,7 @@ Design
 from haki.stats.aggregation import GRACE, AggregationResult, aggregate
 from haki.stats.models import DayCount, StatsOverview
 from haki.stats.overview import overview
+from haki.stats.partitions import PartitionMaintenance, maintain_partitions
 
-__all__ = ["GRACE", "AggregationResult", "DayCount", "StatsOverview", "aggregate", "overview"]
+__all__ = ["GRACE", "AggregationResult", "DayCount", "PartitionMaintenance", "StatsOverview",
+           "aggregate", "maintain_partitions", "overview"]

@@ -1,0 +1,152 @@
+"""Bytes a context call leaves in the database (issue 12, item 3), at ~120 decisions a call.
+
+    python -m benchmarks.trace_storage --label after [--calls 300]
+
+On a scratch database of the benchmark server: 3,000 facts and 40 episodes in one scope, then
+``--calls`` real context calls (``assemble``: fused ranking, default settings, the real trace
+write). Printed and recorded (``benchmarks/results/trace_storage.json``, one entry per label):
+decisions per call, and per call the heap (with TOAST) and index bytes of ``context_calls`` and
+``context_traces`` — summed over every partition when the tables are partitioned — after
+``VACUUM`` (free-space maps and visibility maps excluded: heap and TOAST main forks, indexes).
+"""
+
+import argparse
+import dataclasses
+import json
+import statistics
+import uuid
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from pgvector.psycopg import register_vector
+
+from benchmarks.server import start_bench_server
+from haki.assembler.assemble import QueryVector, assemble
+from haki.assembler.config import RetrievalConfig
+from haki.db import Database, Role
+from haki.db.connection import acting_for
+from haki.evaluation import scratch_database
+from haki.keys import tenant_keys
+from haki.models import ContextRequest
+from haki.settings import SOURCE_ROOT, Settings
+
+RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "trace_storage.json"
+WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+         "november oscar papa quebec romeo sierra tango uniform victor whiskey").split()
+
+#: Heap (main fork of the table and of its TOAST table) and index bytes of a table and, when
+#: it is partitioned, of every partition.
+SIZES_SQL = """
+WITH parts AS (
+    SELECT relid FROM pg_partition_tree(%(table)s::regclass) WHERE isleaf
+    UNION SELECT %(table)s::regclass WHERE NOT EXISTS (
+        SELECT 1 FROM pg_partitioned_table WHERE partrelid = %(table)s::regclass)
+)
+SELECT coalesce(sum(pg_relation_size(c.oid)
+                    + coalesce(pg_relation_size(c.reltoastrelid), 0)
+                    + coalesce((SELECT sum(pg_relation_size(i.indexrelid))
+                                FROM pg_index AS i WHERE i.indrelid = c.reltoastrelid), 0)),
+                0)::bigint,
+       coalesce(sum((SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0)
+                     FROM pg_index AS i WHERE i.indrelid = c.oid)), 0)::bigint
+FROM parts JOIN pg_class AS c ON c.oid = parts.relid
+"""
+
+
+def _unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _vector_text(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.5f}" for x in v) + "]"
+
+
+def seed(owner_url: str, project: str, rng: np.random.Generator) -> np.ndarray:
+    """3,000 facts clustered around one direction (so a query meets many), 40 episodes."""
+    centre = _unit(rng)
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        register_vector(conn)
+        with conn.cursor().copy(
+                "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
+        ) as copy:
+            for i in range(3000):
+                v = centre + 0.9 * _unit(rng)
+                text = " ".join(rng.choice(WORDS, 12))
+                copy.write_row((project, "s", "note", json.dumps(f"fact {i}: {text}"),
+                                _vector_text(v / np.linalg.norm(v))))
+        with conn.cursor().copy(
+                "COPY events (project_id, subject_id, kind, payload, embedding) FROM STDIN"
+        ) as copy:
+            for i in range(40):
+                v = centre + 0.9 * _unit(rng)
+                text = " ".join(rng.choice(WORDS, 20))
+                copy.write_row((project, "s", "conversation.message",
+                                json.dumps({"text": f"episode {i}: {text}"}),
+                                _vector_text(v / np.linalg.norm(v))))
+        conn.execute("ANALYZE")
+    return centre
+
+
+def measure(calls: int) -> dict[str, float]:
+    rng = np.random.default_rng(12)
+    with scratch_database(start_bench_server()) as urls:
+        project = f"bytes-{uuid.uuid4().hex[:6]}"
+        centre = seed(urls[Role.OWNER], project, rng)
+        owner_db, app_db = Database(urls[Role.OWNER]), Database(urls[Role.APP])
+        key = tenant_keys(owner_db, [project], org_id="bench", label="bytes")[project]
+        # ~120 decisions a call: 76 from the vector arm, the text arm's and the episodes'.
+        config = dataclasses.replace(RetrievalConfig.from_settings(Settings()),
+                                     vector_top_k=76)
+        decisions = []
+        with acting_for(key):
+            for i in range(calls):
+                q = centre + 0.7 * _unit(rng)
+                request = ContextRequest(project_id=project, subject_id="s",
+                                         query=" ".join(rng.choice(WORDS, 4)) + f" {i}",
+                                         purpose="answer the user", budget_tokens=800)
+                assembly = assemble(request, QueryVector(q / np.linalg.norm(q)),
+                                    db=app_db, config=config)
+                decisions.append(assembly.candidates)
+        with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
+            conn.execute("VACUUM context_calls, context_traces")
+            sizes = {}
+            for table in ("context_calls", "context_traces"):
+                heap, index = conn.execute(SIZES_SQL, {"table": table}).fetchone()
+                sizes[table] = (heap / calls, index / calls)
+        owner_db.close()
+        app_db.close()
+    calls_heap, calls_index = sizes["context_calls"]
+    traces_heap, traces_index = sizes["context_traces"]
+    return {
+        "calls": calls,
+        "decisions_per_call_median": statistics.median(decisions),
+        "context_calls_heap_bytes_per_call": round(calls_heap),
+        "context_calls_index_bytes_per_call": round(calls_index),
+        "context_traces_heap_bytes_per_call": round(traces_heap),
+        "context_traces_index_bytes_per_call": round(traces_index),
+        "total_bytes_per_call": round(calls_heap + calls_index + traces_heap + traces_index),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--label", required=True, help="the entry to record (before, after)")
+    parser.add_argument("--calls", type=int, default=300)
+    args = parser.parse_args()
+    result = measure(args.calls)
+    for name, value in result.items():
+        print(f"{name:40s} {value}")
+    recorded = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    recorded[args.label] = result
+    if "before" in recorded and "after" in recorded:
+        recorded["after_over_before"] = round(
+            recorded["after"]["total_bytes_per_call"]
+            / recorded["before"]["total_bytes_per_call"], 3)
+        print(f"after / before: {recorded['after_over_before']}")
+    Path(RESULTS).write_text(json.dumps(recorded, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Python client of the Haki context assembler API.
+
+```python
+from haki_client import HakiClient, render
+
+with HakiClient(project_id="acme-support", fail_open=True) as haki:  # HAKI_URL, HAKI_API_KEY
+    haki.remember_event("user-marie", user_message)             # capture the conversation
+    answer = haki.context("user-marie", user_message, purpose="support_reply",
+                          budget_tokens=400)
+    prompt = render(answer.packet) + "\\n\\n" + user_message
+```
+"""
+
+__version__ = "0.1.0"
+
+from haki_client.client import AsyncHakiClient, HakiClient, empty_response
+from haki_client.errors import HakiError
+from haki_client.models import (
+    ConflictPage,
+    ConflictView,
+    ContextPacket,
+    ContextResponse,
+    EventIn,
+    EventsResponse,
+    EventWritten,
+    FactIn,
+    FactPage,
+    FactsResponse,
+    FactStatusResponse,
+    FactView,
+    FactWritten,
+    ForgetResponse,
+    InspectResponse,
+    PacketEpisode,
+    PacketFact,
+    ResolveResponse,
+    StatsOverview,
+    TraceDecision,
+)
+from haki_client.render import render
+
+__all__ = [
+    "AsyncHakiClient",
+    "ConflictPage",
+    "ConflictView",
+    "ContextPacket",
+    "ContextResponse",
+    "EventIn",
+    "EventWritten",
+    "EventsResponse",
+    "FactIn",
+    "FactPage",
+    "FactStatusResponse",
+    "FactView",
+    "FactWritten",
+    "FactsResponse",
+    "ForgetResponse",
+    "HakiClient",
+    "HakiError",
+    "InspectResponse",
+    "PacketEpisode",
+    "PacketFact",
+    "ResolveResponse",
+    "StatsOverview",
+    "TraceDecision",
+    "__version__",
+    "empty_response",
+    "render",
+]

@@ -1,0 +1,580 @@
+"""Sync and async clients of the Haki API, on httpx.
+
+Both share one policy (:class:`_Policy`): how a request is built, which failures are retried
+and after how long, how an answer becomes a model or a :class:`HakiError`, and when a context
+call fails open. Only the sending and the sleeping differ.
+
+Retries: up to ``max_retries`` more attempts, after a "full jitter" exponential backoff
+(a uniform draw in ``[0, min(max_backoff, backoff × 2^attempt)]``, at least what a
+``Retry-After`` header asks, capped at ``max_backoff``), on
+
+* a connection that could not be made (nothing was sent),
+* ``429`` and ``503`` answers (throttled, or the memory store unreachable: no work was done),
+* for idempotent operations only, also a read timeout, a dropped connection and ``502`` /
+  ``504`` (the first attempt may have run).
+
+Never on any other ``4xx``: the same request would get the same answer.
+"""
+
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+from urllib.parse import quote
+from uuid import UUID, uuid4
+
+import anyio
+import httpx
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
+
+from haki_client import __version__
+from haki_client.errors import (
+    CONFIGURATION_ERROR,
+    CONNECTION_ERROR,
+    UNEXPECTED_RESPONSE,
+    HakiError,
+)
+from haki_client.models import (
+    ConflictPage,
+    ContextPacket,
+    ContextResponse,
+    Error,
+    EventIn,
+    EventsResponse,
+    EventWritten,
+    FactIn,
+    FactPage,
+    FactsResponse,
+    FactStatusResponse,
+    FactWritten,
+    ForgetResponse,
+    InspectResponse,
+    ResolveResponse,
+    StatsOverview,
+)
+from haki_client.operations import (
+    CONTEXT,
+    FORGET,
+    INSPECT,
+    LIST_CONFLICTS,
+    LIST_FACTS,
+    RESOLVE_CONFLICT,
+    SET_FACT_STATUS,
+    STATS_OVERVIEW,
+    WRITE_EVENTS,
+    WRITE_FACTS,
+    Operation,
+)
+
+logger = logging.getLogger("haki_client")
+
+DEFAULT_URL = "http://127.0.0.1:8787"
+#: Connect fast, read patiently: a context call is tens of milliseconds, a cold Lambda ~2 s.
+DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_BACKOFF_S = 0.2
+DEFAULT_MAX_BACKOFF_S = 2.0
+
+#: Statuses retried for every operation, and the ones retried only when it is idempotent.
+RETRY_ALWAYS = frozenset({429, 503})
+RETRY_IF_IDEMPOTENT = frozenset({502, 504})
+#: Transport failures where nothing reached the service.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def empty_response(reason: str) -> ContextResponse:
+    """The packet a fail-open client returns when the service is down: nothing to inject
+    (it renders as ""), one warning saying why, no trace."""
+    return ContextResponse(
+        packet=ContextPacket(
+            facts=[], episodes=[], status="degraded", empty_reason=None,
+            warnings=[f"haki_unavailable: {reason}; no memory was served (fail_open)"]),
+        token_count=0, trace_id=None)
+
+
+class _Policy:
+    """Everything but the I/O: settings, requests, retry decisions, answers."""
+
+    def __init__(
+        self, url: str | None, api_key: str | None, project_id: str | None,
+        timeout: float | httpx.Timeout | None, max_retries: int, backoff: float,
+        max_backoff: float, fail_open: bool,
+    ) -> None:
+        self.url = (url or os.environ.get("HAKI_URL") or DEFAULT_URL).rstrip("/")
+        key = api_key or os.environ.get("HAKI_API_KEY")
+        if not key:
+            raise HakiError(CONFIGURATION_ERROR,
+                            "no API key: pass api_key= or set HAKI_API_KEY")
+        self.project_id = project_id or os.environ.get("HAKI_PROJECT_ID") or None
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.fail_open = fail_open
+        self.headers = {
+            "Authorization": f"Bearer {key}",
+            "Accept": "application/json",
+            "User-Agent": f"haki-client-python/{__version__}",
+        }
+
+    # ------------------------------------------------------------------ requests
+
+    def scope(self, project_id: str | None) -> str | None:
+        return project_id or self.project_id
+
+    def request(
+        self, http: httpx.Client | httpx.AsyncClient, op: Operation, *,
+        path: Mapping[str, Any] | None = None, query: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> httpx.Request:
+        target = op.path
+        for name in op.path_parameters():
+            target = target.replace("{" + name + "}", quote(str((path or {})[name]), safe=""))
+        params = {k: str(v) for k, v in (query or {}).items() if v is not None}
+        headers = dict(self.headers)
+        content = None
+        if body is not None:
+            payload = to_jsonable_python({k: v for k, v in body.items() if v is not None},
+                                         exclude_none=True)
+            content = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        return http.build_request(op.method, self.url + target, params=params, headers=headers,
+                                  content=content, timeout=self.timeout)
+
+    # ------------------------------------------------------------------ retries
+
+    def delay(self, attempt: int, retry_after: float = 0.0) -> float:
+        ceiling = min(self.max_backoff, self.backoff * 2 ** attempt)
+        return min(self.max_backoff, max(retry_after, random.uniform(0.0, ceiling)))
+
+    def delay_after_error(self, op: Operation, exc: httpx.TransportError,
+                          attempt: int) -> float | None:
+        """Seconds to wait before the next attempt, ``None`` to give up."""
+        if attempt >= self.max_retries:
+            return None
+        if isinstance(exc, _NOT_SENT) or op.idempotent:
+            return self.delay(attempt)
+        return None
+
+    def delay_after_response(self, op: Operation, response: httpx.Response,
+                             attempt: int) -> float | None:
+        status = response.status_code
+        if attempt >= self.max_retries:
+            return None
+        if status in RETRY_ALWAYS or (op.idempotent and status in RETRY_IF_IDEMPOTENT):
+            return self.delay(attempt, _retry_after(response))
+        return None
+
+    # ------------------------------------------------------------------ answers
+
+    def transport_error(self, exc: httpx.TransportError, attempts: int) -> HakiError:
+        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+        return HakiError(CONNECTION_ERROR,
+                         f"request to {self.url} {kind} after {attempts} attempt(s): "
+                         f"{type(exc).__name__}")
+
+    def parse(self, op: Operation, response: httpx.Response) -> Any:
+        request_id = response.headers.get("x-amzn-RequestId")
+        status = response.status_code
+        if 200 <= status < 300:
+            try:
+                return op.response.model_validate_json(response.content)
+            except ValidationError as exc:
+                raise HakiError(UNEXPECTED_RESPONSE,
+                                f"the {status} answer is not a {op.response.__name__}: "
+                                f"{exc.error_count()} error(s)",
+                                status=status, request_id=request_id) from exc
+        try:
+            error = Error.model_validate_json(response.content).error
+        except ValidationError:
+            raise HakiError(UNEXPECTED_RESPONSE,
+                            f"HTTP {status} without the API's error body",
+                            status=status, request_id=request_id) from None
+        raise HakiError(error.code, error.message, status=status, request_id=request_id)
+
+    def fails_open(self, error: HakiError) -> bool:
+        """A context call fails open when the service is down or overloaded, never on a
+        mistake of the caller (401, 403, 422: fixing the call is the only cure)."""
+        if not self.fail_open:
+            return False
+        if error.code == CONNECTION_ERROR:
+            return True
+        return error.status is not None and (error.status >= 500 or error.status == 429)
+
+    def fallback(self, error: HakiError) -> ContextResponse:
+        logger.warning("haki: %s (status %s); serving an empty packet (fail_open)",
+                       error.code, error.status)
+        return empty_response(error.code)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    value = response.headers.get("Retry-After", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return 0.0
+
+
+Call = tuple[Operation, dict[str, Any]]
+EventLike = EventIn | Mapping[str, Any]
+FactLike = FactIn | Mapping[str, Any]
+
+
+def _record(model: type[Model], value: Model | Mapping[str, Any]) -> Model:
+    """A record given as a model or a mapping; a mapping with an unknown field or a wrong type
+    is refused here (``validation_error``) — bounds are the service's to check."""
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise HakiError("validation_error",
+                        f"not a {model.__name__}: {exc.errors()[0]['msg']}") from None
+
+
+def _keyed(event: EventIn) -> EventIn:
+    """The event with an idempotency key of its own unless it has an id or a key: a retried
+    batch then stores each event once (the service returns the stored id)."""
+    if event.id is not None or event.idempotency_key is not None:
+        return event
+    return event.model_copy(update={"idempotency_key": f"haki-client-{uuid4()}"})
+
+
+class _Routes:
+    """What each route sends, as ``(operation, parts)`` for the clients' ``_call``: one
+    method per route, shared by the sync and the async client."""
+
+    def __init__(self, policy: _Policy) -> None:
+        self._policy = policy
+
+    def _scope(self, project_id: str | None) -> str | None:
+        return self._policy.scope(project_id)
+
+    def context(self, subject_id: str, query: str, purpose: str | None,
+                budget_tokens: int | None, project_id: str | None) -> Call:
+        return CONTEXT, {"body": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "query": query,
+            "purpose": purpose, "budget_tokens": budget_tokens}}
+
+    def inspect(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
+        return INSPECT, {"path": {"trace_id": trace_id}, "query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id}}
+
+    def stats_overview(self, subject_id: str | None, project_id: str | None) -> Call:
+        return STATS_OVERVIEW, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id}}
+
+    def write_events(self, events: Sequence[EventLike], project_id: str | None) -> Call:
+        records = [_keyed(_record(EventIn, e)).model_dump(mode="json", exclude_none=True)
+                   for e in events]
+        return WRITE_EVENTS, {"body": {"project_id": self._scope(project_id),
+                                       "events": records}}
+
+    def write_facts(self, facts: Sequence[FactLike], project_id: str | None) -> Call:
+        records = [_record(FactIn, f).model_dump(mode="json", exclude_unset=True)
+                   for f in facts]
+        return WRITE_FACTS, {"body": {"project_id": self._scope(project_id), "facts": records}}
+
+    def list_facts(self, subject_id: str, status: str | None, predicate: str | None,
+                   cursor: str | None, limit: int | None, project_id: str | None) -> Call:
+        return LIST_FACTS, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "status": status,
+            "predicate": predicate, "cursor": cursor, "limit": limit}}
+
+    def set_fact_status(self, fact_id: UUID | str, status: str,
+                        project_id: str | None) -> Call:
+        return SET_FACT_STATUS, {"path": {"fact_id": fact_id}, "body": {
+            "project_id": self._scope(project_id), "status": status}}
+
+    def list_conflicts(self, subject_id: str | None, status: str | None, cursor: str | None,
+                       limit: int | None, project_id: str | None) -> Call:
+        return LIST_CONFLICTS, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "status": status,
+            "cursor": cursor, "limit": limit}}
+
+    def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str,
+                         project_id: str | None) -> Call:
+        return RESOLVE_CONFLICT, {"path": {"conflict_id": conflict_id}, "body": {
+            "project_id": self._scope(project_id), "keep_fact_id": keep_fact_id}}
+
+    def forget(self, mode: str, subject_id: str | None, fact_id: UUID | str | None,
+               project_id: str | None) -> Call:
+        return FORGET, {"body": {"project_id": self._scope(project_id), "mode": mode,
+                                 "subject_id": subject_id, "fact_id": fact_id}}
+
+
+def _event(subject_id: str, kind: str, text: str | None, payload: Mapping[str, Any] | None,
+           occurred_at: datetime | None, idempotency_key: str | None) -> EventIn:
+    body = dict(payload or {})
+    if text is not None:
+        body["text"] = text
+    return EventIn(subject_id=subject_id, kind=kind, payload=body, occurred_at=occurred_at,
+                   idempotency_key=idempotency_key)
+
+
+class HakiClient:
+    """Synchronous client. ``url``, ``api_key`` and ``project_id`` default to ``HAKI_URL``
+    (else ``http://127.0.0.1:8787``), ``HAKI_API_KEY`` and ``HAKI_PROJECT_ID``.
+
+    With ``fail_open=True``, :meth:`context` returns an empty packet (rendering as "") and
+    logs a warning when the service cannot be reached or answers 5xx / 429 after the
+    retries; every other call, and every 4xx, raises :class:`HakiError`.
+    """
+
+    def __init__(
+        self, url: str | None = None, api_key: str | None = None, *,
+        project_id: str | None = None, timeout: float | httpx.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = DEFAULT_BACKOFF_S,
+        max_backoff: float = DEFAULT_MAX_BACKOFF_S, fail_open: bool = False,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
+                               max_backoff, fail_open)
+        self._routes = _Routes(self._policy)
+        self._http = http_client or httpx.Client()
+        self._owns_http = http_client is None
+
+    @property
+    def url(self) -> str:
+        return self._policy.url
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> "HakiClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _call(self, op: Operation, parts: dict[str, Any]) -> Any:
+        request = self._policy.request(self._http, op, **parts)
+        attempt = 0
+        while True:
+            try:
+                response = self._http.send(request)
+            except httpx.TransportError as exc:
+                wait = self._policy.delay_after_error(op, exc, attempt)
+                if wait is None:
+                    raise self._policy.transport_error(exc, attempt + 1) from exc
+            else:
+                wait = self._policy.delay_after_response(op, response, attempt)
+                if wait is None:
+                    return self._policy.parse(op, response)
+            time.sleep(wait)
+            attempt += 1
+
+    # ------------------------------------------------------------------ routes
+
+    def context(
+        self, subject_id: str, query: str, *, purpose: str | None = None,
+        budget_tokens: int | None = None, project_id: str | None = None,
+    ) -> ContextResponse:
+        """``POST /v1/context``: the packet for ``subject_id`` and ``query``."""
+        try:
+            return self._call(*self._routes.context(subject_id, query, purpose, budget_tokens,
+                                                    project_id))
+        except HakiError as error:
+            if self._policy.fails_open(error):
+                return self._policy.fallback(error)
+            raise
+
+    def inspect(self, trace_id: UUID | str, *, subject_id: str,
+                project_id: str | None = None) -> InspectResponse:
+        """``GET /v1/inspect/{trace_id}``: the call and every decision of its trace."""
+        return self._call(*self._routes.inspect(trace_id, subject_id, project_id))
+
+    def stats_overview(self, *, subject_id: str | None = None,
+                       project_id: str | None = None) -> StatsOverview:
+        """``GET /v1/stats/overview``: usage figures of the project (or one subject)."""
+        return self._call(*self._routes.stats_overview(subject_id, project_id))
+
+    def write_events(self, events: Sequence[EventLike], *,
+                     project_id: str | None = None) -> EventsResponse:
+        """``POST /v1/events``: store 1 to 100 episodes (each gets an idempotency key unless
+        it has an id or a key)."""
+        return self._call(*self._routes.write_events(events, project_id))
+
+    def remember_event(
+        self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
+        payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
+        idempotency_key: str | None = None, project_id: str | None = None,
+    ) -> EventWritten:
+        """One episode (``text`` goes in ``payload["text"]``); see :meth:`write_events`."""
+        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
+        return self.write_events([event], project_id=project_id).events[0]
+
+    def write_facts(self, facts: Sequence[FactLike], *,
+                    project_id: str | None = None) -> FactsResponse:
+        """``POST /v1/facts``: record 1 to 100 facts (created, reinforced, superseded or put
+        in conflict, by the service's rules)."""
+        return self._call(*self._routes.write_facts(facts, project_id))
+
+    def record_fact(self, subject_id: str, predicate: str, value: Any, *,
+                    project_id: str | None = None, **fields: Any) -> FactWritten:
+        """One fact (``confidence``, ``volatility``, ``valid_from``, … as keywords)."""
+        fact = _record(FactIn, {"subject_id": subject_id, "predicate": predicate,
+                                "value": value, **fields})
+        return self.write_facts([fact], project_id=project_id).facts[0]
+
+    def list_facts(self, subject_id: str, *, status: str | None = None,
+                   predicate: str | None = None, cursor: str | None = None,
+                   limit: int | None = None, project_id: str | None = None) -> FactPage:
+        """``GET /v1/facts``: a page of the subject's facts; pass ``next_cursor`` on."""
+        return self._call(*self._routes.list_facts(subject_id, status, predicate, cursor,
+                                                   limit, project_id))
+
+    def set_fact_status(self, fact_id: UUID | str, status: str, *,
+                        project_id: str | None = None) -> FactStatusResponse:
+        """``POST /v1/facts/{fact_id}/status``: move a fact along its lifecycle."""
+        return self._call(*self._routes.set_fact_status(fact_id, status, project_id))
+
+    def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
+                       cursor: str | None = None, limit: int | None = None,
+                       project_id: str | None = None) -> ConflictPage:
+        """``GET /v1/conflicts``: a page of conflict sets."""
+        return self._call(*self._routes.list_conflicts(subject_id, status, cursor, limit,
+                                                       project_id))
+
+    def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str, *,
+                         project_id: str | None = None) -> ResolveResponse:
+        """``POST /v1/conflicts/{conflict_id}/resolve``: keep one fact, supersede the rest."""
+        return self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
+                                                         project_id))
+
+    def forget(self, mode: str = "disable", *, subject_id: str | None = None,
+               fact_id: UUID | str | None = None,
+               project_id: str | None = None) -> ForgetResponse:
+        """``POST /v1/forget``: a subject or one fact; ``disable`` (reversible) or
+        ``delete`` (erasure, with a receipt)."""
+        return self._call(*self._routes.forget(mode, subject_id, fact_id, project_id))
+
+
+class AsyncHakiClient:
+    """Asynchronous client (asyncio or trio, through httpx and anyio); the same settings,
+    methods and behaviour as :class:`HakiClient`."""
+
+    def __init__(
+        self, url: str | None = None, api_key: str | None = None, *,
+        project_id: str | None = None, timeout: float | httpx.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = DEFAULT_BACKOFF_S,
+        max_backoff: float = DEFAULT_MAX_BACKOFF_S, fail_open: bool = False,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
+                               max_backoff, fail_open)
+        self._routes = _Routes(self._policy)
+        self._http = http_client or httpx.AsyncClient()
+        self._owns_http = http_client is None
+
+    @property
+    def url(self) -> str:
+        return self._policy.url
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncHakiClient":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _call(self, op: Operation, parts: dict[str, Any]) -> Any:
+        request = self._policy.request(self._http, op, **parts)
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.send(request)
+            except httpx.TransportError as exc:
+                wait = self._policy.delay_after_error(op, exc, attempt)
+                if wait is None:
+                    raise self._policy.transport_error(exc, attempt + 1) from exc
+            else:
+                wait = self._policy.delay_after_response(op, response, attempt)
+                if wait is None:
+                    return self._policy.parse(op, response)
+            await anyio.sleep(wait)
+            attempt += 1
+
+    # ------------------------------------------------------------------ routes
+
+    async def context(
+        self, subject_id: str, query: str, *, purpose: str | None = None,
+        budget_tokens: int | None = None, project_id: str | None = None,
+    ) -> ContextResponse:
+        try:
+            return await self._call(*self._routes.context(subject_id, query, purpose,
+                                                          budget_tokens, project_id))
+        except HakiError as error:
+            if self._policy.fails_open(error):
+                return self._policy.fallback(error)
+            raise
+
+    async def inspect(self, trace_id: UUID | str, *, subject_id: str,
+                      project_id: str | None = None) -> InspectResponse:
+        return await self._call(*self._routes.inspect(trace_id, subject_id, project_id))
+
+    async def stats_overview(self, *, subject_id: str | None = None,
+                             project_id: str | None = None) -> StatsOverview:
+        return await self._call(*self._routes.stats_overview(subject_id, project_id))
+
+    async def write_events(self, events: Sequence[EventLike], *,
+                           project_id: str | None = None) -> EventsResponse:
+        return await self._call(*self._routes.write_events(events, project_id))
+
+    async def remember_event(
+        self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
+        payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
+        idempotency_key: str | None = None, project_id: str | None = None,
+    ) -> EventWritten:
+        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
+        return (await self.write_events([event], project_id=project_id)).events[0]
+
+    async def write_facts(self, facts: Sequence[FactLike], *,
+                          project_id: str | None = None) -> FactsResponse:
+        return await self._call(*self._routes.write_facts(facts, project_id))
+
+    async def record_fact(self, subject_id: str, predicate: str, value: Any, *,
+                          project_id: str | None = None, **fields: Any) -> FactWritten:
+        fact = _record(FactIn, {"subject_id": subject_id, "predicate": predicate,
+                                "value": value, **fields})
+        return (await self.write_facts([fact], project_id=project_id)).facts[0]
+
+    async def list_facts(self, subject_id: str, *, status: str | None = None,
+                         predicate: str | None = None, cursor: str | None = None,
+                         limit: int | None = None, project_id: str | None = None) -> FactPage:
+        return await self._call(*self._routes.list_facts(subject_id, status, predicate,
+                                                         cursor, limit, project_id))
+
+    async def set_fact_status(self, fact_id: UUID | str, status: str, *,
+                              project_id: str | None = None) -> FactStatusResponse:
+        return await self._call(*self._routes.set_fact_status(fact_id, status, project_id))
+
+    async def list_conflicts(self, *, subject_id: str | None = None,
+                             status: str | None = None, cursor: str | None = None,
+                             limit: int | None = None,
+                             project_id: str | None = None) -> ConflictPage:
+        return await self._call(*self._routes.list_conflicts(subject_id, status, cursor, limit,
+                                                             project_id))
+
+    async def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str, *,
+                               project_id: str | None = None) -> ResolveResponse:
+        return await self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
+                                                               project_id))
+
+    async def forget(self, mode: str = "disable", *, subject_id: str | None = None,
+                     fact_id: UUID | str | None = None,
+                     project_id: str | None = None) -> ForgetResponse:
+        return await self._call(*self._routes.forget(mode, subject_id, fact_id, project_id))

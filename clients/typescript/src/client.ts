@@ -1,0 +1,342 @@
+/**
+ * The fetch-based client of the Haki API.
+ *
+ * Retries: up to `maxRetries` more attempts, after a "full jitter" exponential backoff (a
+ * uniform draw in [0, min(maxBackoffMs, backoffMs × 2^attempt)], at least what a
+ * `Retry-After` header asks, capped at `maxBackoffMs`), on a connection that could not be
+ * made, on 429 and 503, and — for idempotent operations only — on a timeout, a dropped
+ * connection, 502 and 504. Never on any other 4xx.
+ *
+ * With `failOpen: true`, `context()` resolves to an empty packet (rendering as "") and logs a
+ * warning when the service cannot be reached or answers 5xx / 429 after the retries; every
+ * other call, and every 4xx, throws {@link HakiError}.
+ */
+
+import {
+  CONFIGURATION_ERROR, CONNECTION_ERROR, HakiError, UNEXPECTED_RESPONSE,
+} from "./errors.js";
+import { parseJson } from "./json.js";
+import { type Operation, OPERATIONS } from "./operations.js";
+import type {
+  ConflictPage, ConflictsQuery, ContextRequest, ContextResponse, ContextResult, EventIn,
+  EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest,
+  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery,
+  InspectResponse, ResolveResponse, StatsOverview, StatsQuery,
+} from "./types.js";
+
+export const VERSION = "0.1.0";
+export const DEFAULT_URL = "http://127.0.0.1:8787";
+
+export interface Logger {
+  warn(message: string): void;
+}
+
+export interface HakiClientOptions {
+  /** Default: `HAKI_URL`, else http://127.0.0.1:8787. */
+  url?: string;
+  /** Default: `HAKI_API_KEY`; required. */
+  apiKey?: string;
+  /** The key's project, used when a call names none. Default: `HAKI_PROJECT_ID`. */
+  projectId?: string;
+  /** Per attempt, in ms (default 10,000). */
+  timeoutMs?: number;
+  /** More attempts after the first (default 2). */
+  maxRetries?: number;
+  /** Backoff base and cap, in ms (default 200 and 2,000). */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** `context()` resolves to an empty packet when the service is down (default false). */
+  failOpen?: boolean;
+  /** Default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Where the fail-open warning goes (default: console). */
+  logger?: Logger;
+}
+
+const RETRY_ALWAYS = new Set([429, 503]);
+const RETRY_IF_IDEMPOTENT = new Set([502, 504]);
+/** Error codes of Node's fetch (undici) when no connection was made: nothing was sent. */
+const NOT_SENT = new Set([
+  "ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+function env(name: string): string | undefined {
+  const process = (globalThis as { process?: { env?: Record<string, string | undefined> } })
+    .process;
+  return process?.env?.[name] || undefined;
+}
+
+/** A random UUID (Web Crypto: Node ≥ 19, browsers, Deno, Bun). */
+function randomId(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The empty packet a fail-open client resolves to when the service is down. */
+export function emptyResult(reason: string): ContextResult {
+  return {
+    packet: {
+      facts: [], episodes: [], status: "degraded", empty_reason: null,
+      warnings: [`haki_unavailable: ${reason}; no memory was served (fail_open)`],
+    },
+    token_count: 0, trace_id: null, served: false,
+  };
+}
+
+type Attempt =
+  | { kind: "answer"; response: Response; text: string }
+  | { kind: "failure"; error: unknown; sent: boolean; timedOut: boolean };
+
+export class HakiClient {
+  readonly url: string;
+  readonly projectId: string | undefined;
+  private readonly apiKey: string;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly failOpen: boolean;
+  private readonly fetchImpl: typeof fetch;
+  private readonly logger: Logger;
+
+  constructor(options: HakiClientOptions = {}) {
+    this.url = (options.url ?? env("HAKI_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
+    const key = options.apiKey ?? env("HAKI_API_KEY");
+    if (!key) throw new HakiError(CONFIGURATION_ERROR, "no API key: pass apiKey or set HAKI_API_KEY");
+    this.apiKey = key;
+    this.projectId = options.projectId ?? env("HAKI_PROJECT_ID");
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.maxRetries = options.maxRetries ?? 2;
+    if (this.maxRetries < 0) throw new RangeError("maxRetries must be >= 0");
+    this.backoffMs = options.backoffMs ?? 200;
+    this.maxBackoffMs = options.maxBackoffMs ?? 2_000;
+    this.failOpen = options.failOpen ?? false;
+    this.fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.logger = options.logger ?? console;
+  }
+
+  // ------------------------------------------------------------------ routes
+
+  /** `POST /v1/context`: the packet for a subject and a query. */
+  async context(request: InProject<ContextRequest>): Promise<ContextResult> {
+    try {
+      const answer = await this.call<ContextResponse>(OPERATIONS.context, {
+        body: { ...request, project_id: request.project_id ?? this.projectId },
+      });
+      return { ...answer, served: true };
+    } catch (error) {
+      if (error instanceof HakiError && this.failsOpen(error)) {
+        this.logger.warn(`haki: ${error.code} (status ${error.status}); serving an empty packet (fail_open)`);
+        return emptyResult(error.code);
+      }
+      throw error;
+    }
+  }
+
+  /** `GET /v1/inspect/{trace_id}`: the call and every decision of its trace. */
+  inspect(traceId: string, query: InProject<InspectQuery>): Promise<InspectResponse> {
+    return this.call(OPERATIONS.inspect, {
+      path: { trace_id: traceId },
+      query: { ...query, project_id: query.project_id ?? this.projectId },
+    });
+  }
+
+  /** `GET /v1/stats/overview`: usage figures of the project (or one subject). */
+  statsOverview(query: Partial<StatsQuery> = {}): Promise<StatsOverview> {
+    return this.call(OPERATIONS.statsOverview, {
+      query: { ...query, project_id: query.project_id ?? this.projectId },
+    });
+  }
+
+  /** `POST /v1/events`: store 1 to 100 episodes. An event without `id` or
+   * `idempotency_key` gets a key of its own, so a retried batch is never stored twice. */
+  writeEvents(events: EventIn[], projectId?: string): Promise<EventsResponse> {
+    const keyed = events.map((e) => (e.id != null || e.idempotency_key != null
+      ? e : { ...e, idempotency_key: `haki-client-${randomId()}` }));
+    return this.call(OPERATIONS.writeEvents, {
+      body: { project_id: projectId ?? this.projectId, events: keyed },
+    });
+  }
+
+  /** One episode; `text` goes in `payload.text`. */
+  async rememberEvent(event: Omit<EventIn, "payload"> & { text?: string; payload?: Record<string, unknown> },
+                      projectId?: string): Promise<EventWritten> {
+    const { text, payload, ...rest } = event;
+    const body: EventIn = { ...rest, payload: { ...(payload ?? {}), ...(text !== undefined ? { text } : {}) } };
+    const written = await this.writeEvents([body], projectId);
+    return written.events[0] as EventWritten;
+  }
+
+  /** `POST /v1/facts`: record 1 to 100 facts (created, reinforced, superseded or put in
+   * conflict, by the service's rules). */
+  writeFacts(facts: FactIn[], projectId?: string): Promise<FactsResponse> {
+    return this.call(OPERATIONS.writeFacts, {
+      body: { project_id: projectId ?? this.projectId, facts },
+    });
+  }
+
+  async recordFact(fact: FactIn, projectId?: string): Promise<FactWritten> {
+    return (await this.writeFacts([fact], projectId)).facts[0] as FactWritten;
+  }
+
+  /** `GET /v1/facts`: a page of the subject's facts; pass `next_cursor` on. */
+  listFacts(query: InProject<FactsQuery>): Promise<FactPage> {
+    return this.call(OPERATIONS.listFacts, { query: this.inProject(query) });
+  }
+
+  /** `POST /v1/facts/{fact_id}/status`: move a fact along its lifecycle. */
+  setFactStatus(factId: string, status: FactStatusRequest["status"],
+                projectId?: string): Promise<FactStatusResponse> {
+    return this.call(OPERATIONS.setFactStatus, {
+      path: { fact_id: factId }, body: { project_id: projectId ?? this.projectId, status },
+    });
+  }
+
+  /** `GET /v1/conflicts`: a page of conflict sets. */
+  listConflicts(query: Partial<ConflictsQuery> = {}): Promise<ConflictPage> {
+    return this.call(OPERATIONS.listConflicts, { query: this.inProject(query) });
+  }
+
+  /** `POST /v1/conflicts/{conflict_id}/resolve`: keep one fact, supersede the rest. */
+  resolveConflict(conflictId: string, keepFactId: string,
+                  projectId?: string): Promise<ResolveResponse> {
+    return this.call(OPERATIONS.resolveConflict, {
+      path: { conflict_id: conflictId },
+      body: { project_id: projectId ?? this.projectId, keep_fact_id: keepFactId },
+    });
+  }
+
+  /** `POST /v1/forget`: a subject or one fact; `disable` (reversible) or `delete` (erasure,
+   * with a receipt). */
+  forget(request: InProject<ForgetRequest>): Promise<ForgetResponse> {
+    return this.call(OPERATIONS.forget, {
+      body: { ...request, project_id: request.project_id ?? this.projectId },
+    });
+  }
+
+  private inProject<T extends { project_id?: string }>(query: T): Record<string, string | undefined> {
+    const out: Record<string, string | undefined> = {};
+    for (const [name, value] of Object.entries({ ...query, project_id: query.project_id ?? this.projectId })) {
+      if (value !== undefined && value !== null) out[name] = String(value);
+    }
+    return out;
+  }
+
+  // ------------------------------------------------------------------ policy
+
+  /** Milliseconds before attempt `attempt + 1`: full jitter, at least `retryAfterMs`. */
+  delay(attempt: number, retryAfterMs = 0): number {
+    const ceiling = Math.min(this.maxBackoffMs, this.backoffMs * 2 ** attempt);
+    return Math.min(this.maxBackoffMs, Math.max(retryAfterMs, Math.random() * ceiling));
+  }
+
+  private failsOpen(error: HakiError): boolean {
+    if (!this.failOpen) return false;
+    if (error.code === CONNECTION_ERROR) return true;
+    return error.status !== null && (error.status >= 500 || error.status === 429);
+  }
+
+  // ------------------------------------------------------------------ transport
+
+  private async call<T>(op: Operation, parts: {
+    path?: Record<string, string>;
+    query?: Record<string, string | null | undefined>;
+    body?: Record<string, unknown>;
+  }): Promise<T> {
+    let target = op.path.replace(/\{(\w+)\}/g,
+      (_, name: string) => encodeURIComponent(parts.path?.[name] ?? ""));
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(parts.query ?? {})) {
+      if (value !== undefined && value !== null) params.set(name, String(value));
+    }
+    const search = params.toString();
+    if (search) target += `?${search}`;
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.apiKey}`,
+      Accept: "application/json",
+      "User-Agent": `haki-client-typescript/${VERSION}`,
+    };
+    let body: string | undefined;
+    if (parts.body !== undefined) {
+      body = JSON.stringify(Object.fromEntries(
+        Object.entries(parts.body).filter(([, v]) => v !== undefined && v !== null)));
+      headers["Content-Type"] = "application/json";
+    }
+    for (let attempt = 0; ; attempt += 1) {
+      const outcome = await this.attempt(op, this.url + target, headers, body);
+      const last = attempt >= this.maxRetries;
+      if (outcome.kind === "failure") {
+        if (last || (outcome.sent && !op.idempotent)) {
+          const what = outcome.timedOut ? "timed out" : "failed";
+          throw new HakiError(CONNECTION_ERROR,
+            `request to ${this.url} ${what} after ${attempt + 1} attempt(s): ${describe(outcome.error)}`);
+        }
+        await sleep(this.delay(attempt));
+        continue;
+      }
+      const status = outcome.response.status;
+      const retryable = RETRY_ALWAYS.has(status) || (op.idempotent && RETRY_IF_IDEMPOTENT.has(status));
+      if (retryable && !last) {
+        await sleep(this.delay(attempt, retryAfterMs(outcome.response)));
+        continue;
+      }
+      return answer<T>(outcome.response, outcome.text);
+    }
+  }
+
+  private async attempt(op: Operation, url: string, headers: Record<string, string>,
+                        body: string | undefined): Promise<Attempt> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.timeoutMs);
+    try {
+      const init: RequestInit = { method: op.method, headers, signal: controller.signal };
+      if (body !== undefined) init.body = body;
+      const response = await this.fetchImpl(url, init);
+      const text = await response.text();
+      return { kind: "answer", response, text };
+    } catch (error) {
+      const code = causeCode(error);
+      return { kind: "failure", error, sent: timedOut || !NOT_SENT.has(code ?? ""), timedOut };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function causeCode(error: unknown): string | undefined {
+  const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
+  return typeof cause?.code === "string" ? cause.code : undefined;
+}
+
+function describe(error: unknown): string {
+  const code = causeCode(error);
+  const name = error instanceof Error ? error.name : typeof error;
+  return code ? `${name} (${code})` : name;
+}
+
+function retryAfterMs(response: Response): number {
+  const seconds = Number(response.headers.get("Retry-After") ?? "");
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+}
+
+function answer<T>(response: Response, text: string): T {
+  const status = response.status;
+  const requestId = response.headers.get("x-amzn-RequestId");
+  let parsed: unknown;
+  try {
+    parsed = parseJson(text);
+  } catch {
+    throw new HakiError(UNEXPECTED_RESPONSE, `HTTP ${status} answer is not JSON`, status, requestId);
+  }
+  if (status >= 200 && status < 300) return parsed as T;
+  const error = (parsed as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  if (typeof error?.code !== "string" || typeof error.message !== "string") {
+    throw new HakiError(UNEXPECTED_RESPONSE, `HTTP ${status} without the API's error body`, status, requestId);
+  }
+  throw new HakiError(error.code, error.message, status, requestId);
+}

@@ -1,0 +1,54 @@
+/** The API's types, taken from the schema generated from docs/openapi.json (src/schema.d.ts,
+ * `npm run generate`; a test fails when the committed file is not what the document gives). */
+
+import type { components, paths } from "./schema.js";
+
+type Schemas = components["schemas"];
+
+export type ContextRequest = Schemas["ContextRequest"];
+export type ContextResponse = Schemas["ContextResponse"];
+export type ContextPacket = Schemas["ContextPacket"];
+export type PacketFact = Schemas["PacketFact"];
+export type PacketEpisode = Schemas["PacketEpisode"];
+export type InspectResponse = Schemas["InspectResponse"];
+export type TraceDecision = Schemas["TraceDecision"];
+export type StatsOverview = Schemas["StatsOverview"];
+export type DayCount = Schemas["DayCount"];
+export type ErrorBody = Schemas["Error"];
+
+export type EventIn = Schemas["EventIn"];
+export type EventsRequest = Schemas["EventsRequest"];
+export type EventWritten = Schemas["EventWritten"];
+export type EventsResponse = Schemas["EventsResponse"];
+export type FactIn = Schemas["FactIn"];
+export type FactsRequest = Schemas["FactsRequest"];
+export type FactWritten = Schemas["FactWritten"];
+export type FactsResponse = Schemas["FactsResponse"];
+export type FactView = Schemas["FactView"];
+export type FactPage = Schemas["FactPage"];
+export type FactStatusRequest = Schemas["FactStatusRequest"];
+export type FactStatusResponse = Schemas["FactStatusResponse"];
+export type ConflictView = Schemas["ConflictView"];
+export type ConflictPage = Schemas["ConflictPage"];
+export type ResolveRequest = Schemas["ResolveRequest"];
+export type ResolveResponse = Schemas["ResolveResponse"];
+export type ForgetRequest = Schemas["ForgetRequest"];
+export type ForgetResponse = Schemas["ForgetResponse"];
+
+export type InspectQuery = paths["/v1/inspect/{trace_id}"]["get"]["parameters"]["query"];
+export type StatsQuery = paths["/v1/stats/overview"]["get"]["parameters"]["query"];
+export type FactsQuery = NonNullable<paths["/v1/facts"]["get"]["parameters"]["query"]>;
+export type ConflictsQuery = NonNullable<paths["/v1/conflicts"]["get"]["parameters"]["query"]>;
+
+/** What `context()` resolves to: the service's answer, or — for a client created with
+ * `failOpen: true` when the service is down — an empty packet with `trace_id: null` and
+ * `served: false`. */
+export type ContextResult = Omit<ContextResponse, "trace_id"> & {
+  trace_id: string | null;
+  served: boolean;
+};
+
+/** A request made in the key's project unless it says otherwise. */
+export type InProject<T extends { project_id: string }> = Omit<T, "project_id"> & {
+  project_id?: string;
+};

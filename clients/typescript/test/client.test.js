@@ -1,0 +1,278 @@
+// The TypeScript SDK over real HTTP: against `haki serve` (HAKI_URL, HAKI_API_KEY,
+// HAKI_PROJECT_ID, set by tests/clients/test_typescript_sdk.py) for the routes and the error
+// codes, against a scripted node:http server for retries, timeouts and fail-open.
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { describe, test } from "node:test";
+
+import { HakiClient, HakiError, render } from "../dist/index.js";
+
+const live = process.env.HAKI_URL && process.env.HAKI_API_KEY;
+const SUBJECT = "user-marie";
+const QUERY = "Which language should we use when writing to Marie about her invoice?";
+const HOSTILE_SUBJECT = process.env.HAKI_HOSTILE_SUBJECT ?? "user-hostile";
+const HOSTILE_QUERY = process.env.HAKI_HOSTILE_QUERY ?? "invoice";
+const silent = { warn() {} };
+
+async function codeOf(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof HakiError, String(error));
+    return [error.code, error.status];
+  }
+  assert.fail("expected a HakiError");
+}
+
+describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set (run through pytest)" }, () => {
+  const haki = () => new HakiClient(); // everything from the environment
+
+  test("context, inspect and stats", async () => {
+    const client = haki();
+    const answer = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", budget_tokens: 120 });
+    assert.equal(answer.served, true);
+    assert.ok(answer.packet.facts.length > 0 && answer.token_count <= 120);
+    assert.ok(answer.packet.facts.some((f) => f.predicate === "preferred_language"));
+    assert.match(render(answer), /^<haki_memory>\nFacts:\n- [^]*<\/haki_memory>$/);
+    const trace = await client.inspect(answer.trace_id, { subject_id: SUBJECT });
+    assert.deepEqual(trace.packet, answer.packet);
+    assert.ok(trace.decisions.some((d) => d.action === "blocked"));
+    const stats = await client.statsOverview();
+    assert.equal(stats.project_id, client.projectId);
+    assert.equal(stats.events_this_week.length, 7);
+    assert.equal((await client.statsOverview({ subject_id: SUBJECT })).subject_id, SUBJECT);
+  });
+
+  test("errors carry the stable code", async () => {
+    const client = haki();
+    assert.deepEqual(await codeOf(client.context({ subject_id: SUBJECT, query: QUERY, budget_tokens: 0 })), ["budget_exceeded", 422]);
+    assert.deepEqual(await codeOf(client.context({ subject_id: "", query: QUERY })), ["missing_scope", 422]);
+    assert.deepEqual(await codeOf(client.context({ project_id: "atelier-voyage", subject_id: SUBJECT, query: QUERY })), ["forbidden_scope", 403]);
+    assert.deepEqual(await codeOf(client.inspect("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", { subject_id: SUBJECT })), ["trace_not_found", 404]);
+    assert.deepEqual(await codeOf(client.inspect("not-a-uuid", { subject_id: SUBJECT })), ["validation_error", 422]);
+    const bad = new HakiClient({ apiKey: `hk_${"A".repeat(43)}`, failOpen: true, logger: silent });
+    assert.deepEqual(await codeOf(bad.context({ subject_id: SUBJECT, query: QUERY })), ["unauthorized", 401]);
+  });
+
+  test("writes: an event is served by the next context call; facts, conflicts, forget", async () => {
+    const client = haki();
+    const who = `ts-${Math.random().toString(16).slice(2, 12)}`;
+    const text = "Je serai absente du 3 au 21 mars : écrivez à Julie Martin pour la facture.";
+    const written = await client.rememberEvent({ subject_id: who, kind: "conversation.message", text, idempotency_key: `${who}-1` });
+    assert.equal(written.deduplicated, false);
+    const again = await client.rememberEvent({ subject_id: who, kind: "conversation.message", text, idempotency_key: `${who}-1` });
+    assert.deepEqual([again.id, again.deduplicated], [written.id, true]);
+    const answer = await client.context({ subject_id: who, query: "Qui contacter pour la facture pendant son absence ?", purpose: "support_reply" });
+    assert.deepEqual(answer.packet.episodes.map((e) => e.event_id), [written.id]);
+    assert.match(render(answer), /Julie Martin/);
+
+    const lyon = await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Lyon" }, confidence: 0.5 });
+    assert.equal(lyon.outcome, "created");
+    assert.equal((await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Lyon" } })).outcome, "reinforced");
+    const paris = await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Paris" } });
+    assert.equal(paris.outcome, "conflict");
+    const open = await client.listConflicts({ subject_id: who, status: "open" });
+    assert.deepEqual(open.conflicts.map((c) => c.id), [paris.conflict_id]);
+    const resolved = await client.resolveConflict(paris.conflict_id, paris.id);
+    assert.deepEqual(resolved.superseded_fact_ids, [lyon.id]);
+    const page = await client.listFacts({ subject_id: who, status: "active", limit: 10 });
+    assert.deepEqual(page.facts.map((f) => [f.id, f.value.city]), [[paris.id, "Paris"]]);
+    assert.equal((await client.setFactStatus(paris.id, "disabled")).fact.status, "disabled");
+    const erased = await client.forget({ mode: "delete", subject_id: who });
+    assert.equal(erased.target, "subject");
+    assert.deepEqual((await client.listFacts({ subject_id: who })).facts, []);
+    assert.deepEqual(await codeOf(client.writeEvents([])), ["validation_error", 422]);
+    assert.deepEqual(await codeOf(client.recordFact({ subject_id: "", predicate: "p", value: 1 })), ["missing_scope", 422]);
+  });
+
+  test("a live hostile packet renders for the service to check", async () => {
+    const client = haki();
+    const answer = await client.context({ subject_id: HOSTILE_SUBJECT, query: HOSTILE_QUERY, purpose: "test", budget_tokens: 4000 });
+    assert.ok(answer.packet.facts.length >= 5);
+    const block = render(answer);
+    assert.equal(block.split("<haki_memory>").length, 2);
+    assert.equal(block.split("</haki_memory>").length, 2);
+    if (process.env.HAKI_RENDER_OUT) {
+      writeFileSync(process.env.HAKI_RENDER_OUT, JSON.stringify({ trace_id: answer.trace_id, rendered: block }));
+    }
+  });
+});
+
+// ------------------------------------------------------------------ scripted server
+
+/** Serve `script` (one reply per request: {status, body, headers, delayMs, raw}). */
+async function stub(script) {
+  const requests = [];
+  const server = createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      requests.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString(), at: performance.now() });
+      const reply = script.shift() ?? { status: 500, body: { error: { code: "internal_error", message: "script exhausted" } } };
+      setTimeout(() => {
+        if (res.destroyed) return;
+        res.writeHead(reply.status, { "Content-Type": "application/json", ...(reply.headers ?? {}) });
+        res.end(reply.raw ?? JSON.stringify(reply.body));
+      }, reply.delayMs ?? 0);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${server.address().port}`;
+  return { url, requests, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }) };
+}
+
+const OK = { status: 200, body: { packet: { facts: [], episodes: [], warnings: [], status: "ok", empty_reason: "no_memory" }, token_count: 0, trace_id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a" } };
+const UNAVAILABLE = { status: 503, body: { error: { code: "service_unavailable", message: "retry" } } };
+
+async function closedPort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
+}
+
+describe("retries, timeouts and fail-open", () => {
+  test("503 and 429 are retried; Retry-After is honoured", async () => {
+    const s = await stub([UNAVAILABLE, { status: 429, headers: { "Retry-After": "0.05" }, body: { error: { code: "throttled", message: "x" } } }, OK]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10 });
+      const answer = await client.context({ subject_id: "s", query: "q" });
+      assert.equal(answer.trace_id, OK.body.trace_id);
+      assert.equal(s.requests.length, 3);
+      assert.ok(s.requests[2].at - s.requests[1].at >= 45);
+      assert.deepEqual(JSON.parse(s.requests[0].body), { subject_id: "s", query: "q", project_id: "p" });
+      assert.equal(s.requests[0].headers.authorization, "Bearer hk_x");
+    } finally { await s.close(); }
+  });
+
+  test("retries give up after maxRetries", async () => {
+    const s = await stub([UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, maxRetries: 2 });
+      assert.deepEqual(await codeOf(client.inspect("t", { subject_id: "s" })), ["service_unavailable", 503]);
+      assert.equal(s.requests.length, 3);
+      assert.equal(s.requests[0].url, "/v1/inspect/t?subject_id=s&project_id=p");
+    } finally { await s.close(); }
+  });
+
+  for (const status of [400, 401, 403, 404, 409, 413, 422]) {
+    test(`${status} is never retried and never fails open`, async () => {
+      const s = await stub([{ status, body: { error: { code: `code_${status}`, message: "no" } } }, OK]);
+      try {
+        const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, failOpen: true, logger: silent });
+        assert.deepEqual(await codeOf(client.context({ subject_id: "s", query: "q" })), [`code_${status}`, status]);
+        assert.equal(s.requests.length, 1);
+      } finally { await s.close(); }
+    });
+  }
+
+  test("a connection error is retried, then fails open with a warning", async () => {
+    const url = await closedPort();
+    const strict = new HakiClient({ url, apiKey: "hk_x", projectId: "p", backoffMs: 10 });
+    try {
+      await strict.context({ subject_id: "s", query: "q" });
+      assert.fail("expected a HakiError");
+    } catch (error) {
+      assert.equal(error.code, "connection_error");
+      assert.equal(error.status, null);
+      assert.match(error.message, /3 attempt\(s\)/);
+    }
+    const warnings = [];
+    const lenient = new HakiClient({ url, apiKey: "hk_x", projectId: "p", backoffMs: 10, failOpen: true, logger: { warn: (m) => warnings.push(m) } });
+    const answer = await lenient.context({ subject_id: "s", query: "a query that must not be logged" });
+    assert.equal(answer.served, false);
+    assert.equal(answer.trace_id, null);
+    assert.equal(answer.token_count, 0);
+    assert.equal(answer.packet.status, "degraded");
+    assert.match(answer.packet.warnings[0], /^haki_unavailable: connection_error/);
+    assert.equal(render(answer), "");
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0], /fail_open/);
+    assert.doesNotMatch(warnings[0], /must not be logged/);
+    assert.deepEqual(await codeOf(lenient.statsOverview()), ["connection_error", null]);
+  });
+
+  test("5xx fails open after the retries", async () => {
+    const s = await stub([UNAVAILABLE, UNAVAILABLE, UNAVAILABLE]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, failOpen: true, logger: silent });
+      const answer = await client.context({ subject_id: "s", query: "q" });
+      assert.equal(answer.served, false);
+      assert.equal(s.requests.length, 3);
+    } finally { await s.close(); }
+  });
+
+  test("a slow service times out and is retried", async () => {
+    const s = await stub([{ ...OK, delayMs: 1000 }, OK]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, timeoutMs: 200 });
+      const started = performance.now();
+      const answer = await client.context({ subject_id: "s", query: "q" });
+      assert.equal(answer.served, true);
+      assert.equal(s.requests.length, 2);
+      assert.ok(performance.now() - started < 1000);
+    } finally { await s.close(); }
+  });
+
+  test("an answer that is not the API's JSON is unexpected_response", async () => {
+    const page = { status: 502, raw: "<html>Bad Gateway</html>" };
+    const s = await stub([page, page, page]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10 });
+      assert.deepEqual(await codeOf(client.statsOverview()), ["unexpected_response", 502]);
+      assert.equal(s.requests.length, 3);
+    } finally { await s.close(); }
+  });
+
+  test("a retried event batch carries the same idempotency keys", async () => {
+    const written = { status: 201, body: { events: [{ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", deduplicated: true }] } };
+    const s = await stub([{ status: 200, body: {}, delayMs: 1000 }, written]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, timeoutMs: 200 });
+      const answer = await client.rememberEvent({ subject_id: "s", kind: "conversation.message", text: "hello" });
+      assert.equal(answer.deduplicated, true);
+      assert.equal(s.requests.length, 2);
+      const [first, second] = s.requests.map((r) => JSON.parse(r.body));
+      assert.deepEqual(first, second);
+      assert.match(first.events[0].idempotency_key, /^haki-client-/);
+      assert.deepEqual(first.events[0].payload, { text: "hello" });
+    } finally { await s.close(); }
+  });
+
+  test("a fact write that may have run is not retried; a 503 one is", async () => {
+    const s = await stub([{ status: 200, body: {}, delayMs: 1000 }, OK]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, timeoutMs: 200 });
+      assert.deepEqual(await codeOf(client.recordFact({ subject_id: "s", predicate: "p", value: 1 })), ["connection_error", null]);
+      assert.equal(s.requests.length, 1);
+    } finally { await s.close(); }
+    const created = { status: 201, body: { facts: [{ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", outcome: "created", status: "active", version: 1 }] } };
+    const t = await stub([UNAVAILABLE, created]);
+    try {
+      const client = new HakiClient({ url: t.url, apiKey: "hk_x", projectId: "p", backoffMs: 10 });
+      assert.equal((await client.recordFact({ subject_id: "s", predicate: "p", value: 1 })).outcome, "created");
+      assert.equal(t.requests.length, 2);
+    } finally { await t.close(); }
+  });
+
+  test("backoff is jittered and capped", () => {
+    const client = new HakiClient({ apiKey: "hk_x", backoffMs: 200, maxBackoffMs: 1000 });
+    const draws = [];
+    for (let attempt = 0; attempt < 8; attempt += 1) for (let i = 0; i < 50; i += 1) draws.push(client.delay(attempt));
+    assert.ok(Math.min(...draws) >= 0 && Math.max(...draws) <= 1000);
+    assert.ok(new Set(draws).size > 300);
+    assert.equal(client.delay(0, 30_000), 1000);
+  });
+
+  test("no key is a configuration error", () => {
+    const saved = process.env.HAKI_API_KEY;
+    delete process.env.HAKI_API_KEY;
+    try {
+      assert.throws(() => new HakiClient({ url: "http://127.0.0.1:1" }), (e) => e instanceof HakiError && e.code === "configuration_error");
+    } finally {
+      if (saved !== undefined) process.env.HAKI_API_KEY = saved;
+    }
+  });
+});

@@ -1,0 +1,97 @@
+-- The fused ranking's text arm (haki_idf_search, 0011; tenant from the key since 0013), made
+-- cheaper at the same recall. 0011 scanned up to p_cap rows for EVERY query term inside one
+-- generic plan (a lateral per term whose selectivity the planner cannot see), then scored
+-- them: ~20 ms a call on a 1,500-turn scope whose speakers' names are in most rows. Now:
+--
+-- Candidates: the rows holding the query's rarest terms — terms taken in ascending document
+-- frequency (text_term_stats, 0011) while their frequencies add up to at most p_candidates
+-- (the rarest always), ORed into one tsquery, found by the GIN indexes
+-- (facts_search_vector_gin, 0004; events_search_vector_gin, 0011), at most p_candidates rows per
+-- table, in a statement planned with that tsquery's actual value (so the planner sees how
+-- common it is: the GIN index, or a scan of a small scope). A row holding only common terms
+-- scores little anyway (measured on the dev sets: a budget of 100 to 1000 candidates leaves
+-- recall unchanged; docs/benchmarks.md). Each candidate is then scored on every query term it
+-- holds (@@ on its own tsvector): score = Σ idf(t), idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)).
+--
+-- Same arguments and result as 0011's function (the fourth argument is now a candidate budget
+-- rather than a per-term cap); a new parameter name needs DROP and CREATE.
+DROP FUNCTION haki_idf_search(text, text[], boolean, integer, integer);
+
+CREATE FUNCTION haki_idf_search(
+    p_subject_id text, p_terms text[], p_with_events boolean, p_candidates integer,
+    p_limit integer)
+RETURNS TABLE (item text, id uuid, score double precision)
+LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 32
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+DECLARE
+    -- The tenant boundary, applied here because the function runs as the owner (0013).
+    v_project text := haki_tenant();
+    v_docs bigint;
+    v_terms text[];
+    v_idf float8[];
+    v_seek tsquery;
+BEGIN
+    IF v_project IS NULL OR coalesce(cardinality(p_terms), 0) = 0 THEN
+        RETURN;
+    END IF;
+    -- N: text_scope_stats primary key.
+    SELECT s.fact_docs + CASE WHEN p_with_events THEN s.event_docs ELSE 0 END INTO v_docs
+    FROM text_scope_stats AS s
+    WHERE s.project_id = v_project AND s.subject_id = p_subject_id;
+    IF coalesce(v_docs, 0) = 0 THEN
+        RETURN;
+    END IF;
+    -- The query's terms the scope holds (text_term_stats primary key), rarest first, their
+    -- idf, and the OR of those that seek the candidates.
+    SELECT array_agg(known.term ORDER BY known.df, known.term),
+           array_agg(ln(1 + (v_docs - known.df + 0.5)::float8 / (known.df + 0.5))
+                     ORDER BY known.df, known.term),
+           tsquery_or_agg(plainto_tsquery('simple', known.term) ORDER BY known.df, known.term)
+               FILTER (WHERE known.position = 1 OR known.running <= p_candidates)
+    INTO v_terms, v_idf, v_seek
+    FROM (
+        SELECT t.term, df.n AS df,
+               sum(df.n) OVER (ORDER BY df.n, t.term) AS running,
+               row_number() OVER (ORDER BY df.n, t.term) AS position
+        FROM text_term_stats AS t
+        CROSS JOIN LATERAL (SELECT t.fact_docs + CASE WHEN p_with_events THEN t.event_docs
+                                                      ELSE 0 END AS n) AS df
+        WHERE t.project_id = v_project AND t.subject_id = p_subject_id
+          AND t.term = ANY (p_terms) AND df.n > 0
+    ) AS known;
+    IF v_terms IS NULL THEN
+        RETURN;
+    END IF;
+    -- EXECUTE: a one-shot plan with the actual values, as in haki_text_search (0008).
+    RETURN QUERY EXECUTE $sql$
+        WITH terms AS (
+            SELECT plainto_tsquery('simple', t.term) AS q, t.idf
+            FROM unnest($4::text[], $5::float8[]) AS t(term, idf)
+        ),
+        matched AS (
+            (SELECT 'fact'::text AS item, f.id, f.search_vector AS v
+             FROM facts AS f
+             WHERE f.project_id = $1 AND f.subject_id = $2
+               AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
+               AND f.search_vector @@ $6
+             LIMIT $7)
+            UNION ALL
+            (SELECT 'event'::text, e.id, e.search_vector
+             FROM events AS e
+             WHERE $3 AND e.project_id = $1 AND e.subject_id = $2 AND e.search_vector @@ $6
+             LIMIT $7)
+        )
+        SELECT m.item, m.id, sum(t.idf) FILTER (WHERE m.v @@ t.q)
+        FROM matched AS m
+        CROSS JOIN terms AS t
+        GROUP BY m.item, m.id
+        ORDER BY 3 DESC, m.id
+        LIMIT $8
+    $sql$ USING v_project, p_subject_id, p_with_events, v_terms, v_idf, v_seek, p_candidates,
+                p_limit;
+END
+$$;
+REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer)
+    TO haki_app;

@@ -1,0 +1,356 @@
+"""The Python SDK over real HTTP: against ``haki serve`` for the routes and the error codes,
+against a scripted loopback server for retries, timeouts and fail-open."""
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from haki.assembler.render import render_packet
+from haki.models import ContextPacket as ServicePacket
+from haki_client import AsyncHakiClient, EventIn, HakiClient, HakiError, render
+from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
+from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
+from tests.clients.stub import Scripted, closed_port_url, stub_server
+from tests.e2e.conftest import Client, Server
+
+QUERY = "Which language should we use when writing to Marie about her invoice?"
+OTHER_PROJECT = "atelier-voyage"
+
+
+@pytest.fixture
+def haki(haki_server: Server):
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as client:
+        yield client
+
+
+def _packet(text: str) -> dict:
+    return {"packet": {"facts": [], "episodes": [], "warnings": [], "status": "ok",
+                       "empty_reason": "no_memory"},
+            "token_count": 0, "trace_id": text}
+
+
+OK = Scripted(200, _packet("3fdb9157-2449-4afe-a59b-5c5b0c621f5a"))
+UNAVAILABLE = Scripted(503, {"error": {"code": "service_unavailable", "message": "retry"}})
+
+
+def error_of(call: Callable[[], object]) -> HakiError:
+    with pytest.raises(HakiError) as caught:
+        call()
+    return caught.value
+
+
+# --------------------------------------------------------------------- the real service
+
+
+def test_context_inspect_and_stats(haki: HakiClient):
+    answer = haki.context(DEMO_SUBJECT, QUERY, purpose="support_reply", budget_tokens=120)
+    assert answer.served and answer.packet.facts and answer.token_count <= 120
+    assert {f.predicate for f in answer.packet.facts} >= {"preferred_language"}
+    block = render(answer)
+    assert block.startswith("<haki_memory>\nFacts:\n- ") and block.endswith("</haki_memory>")
+
+    trace = haki.inspect(answer.trace_id, subject_id=DEMO_SUBJECT)
+    assert trace.packet == answer.packet and trace.query == QUERY
+    assert {d.action for d in trace.decisions} >= {"included", "blocked"}
+
+    stats = haki.stats_overview()
+    assert stats.project_id == DEMO_PROJECT and stats.recall_count >= 1
+    assert len(stats.events_this_week) == 7
+    assert haki.stats_overview(subject_id=DEMO_SUBJECT).subject_id == DEMO_SUBJECT
+
+
+def test_render_of_a_live_hostile_packet_equals_the_services(haki: HakiClient,
+                                                             haki_server: Server):
+    answer = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000)
+    assert len(answer.packet.facts) >= 5 and answer.packet.episodes
+    # The exact packet served, as JSON, read back without the SDK.
+    raw = Client(haki_server.url).request(
+        "GET", f"/v1/inspect/{answer.trace_id}?project_id={DEMO_PROJECT}"
+               f"&subject_id={HOSTILE_SUBJECT}", key=haki_server.key).json["packet"]
+    expected = render_packet(ServicePacket.model_validate_json(json.dumps(raw)))
+    assert render(answer.packet) == expected
+    assert expected.count("<haki_memory>") == 1 and expected.count("</haki_memory>") == 1
+
+
+@pytest.mark.parametrize(("call", "code", "status"), [
+    (lambda c: c.context(DEMO_SUBJECT, QUERY, budget_tokens=0), "budget_exceeded", 422),
+    (lambda c: c.context("", QUERY), "missing_scope", 422),
+    (lambda c: c.context(DEMO_SUBJECT, QUERY, project_id=OTHER_PROJECT), "forbidden_scope", 403),
+    (lambda c: c.inspect(uuid.uuid4(), subject_id=DEMO_SUBJECT), "trace_not_found", 404),
+    (lambda c: c.inspect("not-a-uuid", subject_id=DEMO_SUBJECT), "validation_error", 422),
+])
+def test_errors_carry_the_stable_code(haki: HakiClient, call, code, status):
+    with pytest.raises(HakiError) as caught:
+        call(haki)
+    assert (caught.value.code, caught.value.status) == (code, status)
+    assert caught.value.request_id and caught.value.message
+
+
+def test_a_bad_key_is_unauthorized_and_never_fails_open(haki_server: Server):
+    bad = "hk_" + "A" * 43
+    with HakiClient(haki_server.url, bad, project_id=DEMO_PROJECT, fail_open=True) as client:
+        error = error_of(lambda: client.context(DEMO_SUBJECT, QUERY))
+    assert (error.code, error.status) == ("unauthorized", 401)
+
+
+def test_no_key_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("HAKI_API_KEY", raising=False)
+    with pytest.raises(HakiError) as caught:
+        HakiClient("http://127.0.0.1:1")
+    assert caught.value.code == "configuration_error"
+
+
+def test_settings_come_from_the_environment(haki_server: Server, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HAKI_URL", haki_server.url)
+    monkeypatch.setenv("HAKI_API_KEY", haki_server.key)
+    monkeypatch.setenv("HAKI_PROJECT_ID", DEMO_PROJECT)
+    with HakiClient() as client:
+        assert client.context(DEMO_SUBJECT, QUERY).served
+
+
+def test_async_client(haki_server: Server):
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, haki_server.key,
+                                   project_id=DEMO_PROJECT) as client:
+            answers = await asyncio.gather(
+                client.context(DEMO_SUBJECT, QUERY, purpose="a"),
+                client.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="b"))
+            assert all(a.served for a in answers)
+            trace = await client.inspect(answers[0].trace_id, subject_id=DEMO_SUBJECT)
+            assert trace.packet == answers[0].packet
+            assert (await client.stats_overview()).recall_count >= 2
+            with pytest.raises(HakiError) as caught:
+                await client.inspect(uuid.uuid4(), subject_id=DEMO_SUBJECT)
+            assert caught.value.code == "trace_not_found"
+
+    asyncio.run(run())
+
+
+# --------------------------------------------------------------------- retries and fail-open
+
+
+def test_503_and_429_are_retried_with_backoff():
+    script = [UNAVAILABLE, Scripted(429, {"error": {"code": "throttled", "message": "slow"}},
+                                    headers={"Retry-After": "0.05"}), OK]
+    with stub_server(script) as stub, HakiClient(stub.url, "hk_x", project_id="p",
+                                                 backoff=0.01) as client:
+        answer = client.context("s", "q")
+    assert str(answer.trace_id) == "3fdb9157-2449-4afe-a59b-5c5b0c621f5a"
+    assert len(stub.requests) == 3
+    assert stub.requests[2][4] - stub.requests[1][4] >= 0.05  # Retry-After was honoured
+    sent = [json.loads(r[3]) for r in stub.requests]
+    assert sent[0] == sent[2] == {"project_id": "p", "subject_id": "s", "query": "q"}
+    assert stub.requests[0][2]["Authorization"] == "Bearer hk_x"
+
+
+def test_retries_give_up_after_max_retries():
+    with stub_server([UNAVAILABLE] * 5) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", max_retries=2, backoff=0.01) as client:
+        error = error_of(lambda: client.inspect(uuid.uuid4(), subject_id="s"))
+    assert (error.code, error.status) == ("service_unavailable", 503)
+    assert len(stub.requests) == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 413, 422])
+def test_4xx_is_never_retried(status: int):
+    error = Scripted(status, {"error": {"code": f"code_{status}", "message": "no"}})
+    with stub_server([error, OK]) as stub, HakiClient(stub.url, "hk_x", project_id="p",
+                                                      backoff=0.01, fail_open=True) as client:
+        error = error_of(lambda: client.context("s", "q"))
+    assert error.code == f"code_{status}" and len(stub.requests) == 1
+
+
+def test_a_connection_error_is_retried_then_fails_open(caplog: pytest.LogCaptureFixture):
+    url = closed_port_url()
+    with HakiClient(url, "hk_x", project_id="p", backoff=0.01) as strict:
+        error = error_of(lambda: strict.context("s", "q"))
+    assert error.code == "connection_error" and error.status is None
+    assert "3 attempt(s)" in error.message
+
+    with caplog.at_level(logging.WARNING, logger="haki_client"), HakiClient(
+            url, "hk_x", project_id="p", backoff=0.01, fail_open=True) as lenient:
+        answer = lenient.context("s", "a query that must not be logged")
+    assert not answer.served and answer.trace_id is None and answer.token_count == 0
+    assert answer.packet.is_empty and answer.packet.status == "degraded"
+    assert answer.packet.warnings[0].startswith("haki_unavailable: connection_error")
+    assert render(answer) == ""
+    assert "fail_open" in caplog.text and "must not be logged" not in caplog.text
+    # Only the context call fails open: the others raise.
+    with HakiClient(url, "hk_x", project_id="p", backoff=0.01, fail_open=True) as lenient:
+        assert error_of(lenient.stats_overview).code == "connection_error"
+
+
+def test_5xx_fails_open_after_the_retries():
+    with stub_server([UNAVAILABLE] * 3) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", backoff=0.01, fail_open=True) as client:
+        answer = client.context("s", "q")
+    assert not answer.served and len(stub.requests) == 3
+
+
+def test_a_slow_service_times_out_and_is_retried():
+    slow = Scripted(200, _packet(str(uuid.uuid4())), delay_s=1.0)
+    with stub_server([slow, OK]) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", timeout=0.2, backoff=0.01) as client:
+        started = time.monotonic()
+        answer = client.context("s", "q")
+    assert answer.served and len(stub.requests) == 2
+    assert time.monotonic() - started < 1.0
+
+
+def test_an_answer_that_is_not_the_apis_json_is_unexpected():
+    page = Scripted(502, raw=b"<html>Bad Gateway</html>")
+    with stub_server([page] * 3) as stub, HakiClient(stub.url, "hk_x", project_id="p",
+                                                     backoff=0.01) as client:
+        error = error_of(client.stats_overview)
+    assert (error.code, error.status) == ("unexpected_response", 502)
+    assert len(stub.requests) == 3  # 502 is retried for a read
+
+
+def test_backoff_is_jittered_and_capped():
+    client = HakiClient("http://127.0.0.1:1", "hk_x", backoff=0.2, max_backoff=1.0)
+    policy = client._policy
+    draws = [policy.delay(attempt) for attempt in range(8) for _ in range(50)]
+    assert min(draws) >= 0 and max(draws) <= 1.0 and len(set(draws)) > 300
+    assert all(policy.delay(0) <= 0.2 for _ in range(100))
+    assert policy.delay(0, retry_after=30) == 1.0
+
+
+def test_async_client_fails_open_too():
+    async def run() -> None:
+        async with AsyncHakiClient(closed_port_url(), "hk_x", project_id="p", backoff=0.01,
+                                   fail_open=True) as client:
+            answer = await client.context("s", "q")
+            assert not answer.served and render(answer) == ""
+        transport = httpx.MockTransport(lambda request: httpx.Response(
+            503, json={"error": {"code": "service_unavailable", "message": "x"}}))
+        async with httpx.AsyncClient(transport=transport) as http:
+            client = AsyncHakiClient("http://haki.test", "hk_x", project_id="p", backoff=0.01,
+                                     http_client=http)
+            with pytest.raises(HakiError) as caught:
+                await client.context("s", "q")
+            assert caught.value.code == "service_unavailable"
+
+    asyncio.run(run())
+
+
+# --------------------------------------------------------------------- the write routes
+
+
+def subject() -> str:
+    return f"sdk-{uuid.uuid4().hex[:10]}"
+
+
+def test_a_remembered_event_is_served_by_the_next_context_call(haki: HakiClient):
+    who = subject()
+    text = "Je serai absente du 3 au 21 mars : écrivez à Julie Martin pour la facture."
+    written = haki.remember_event(who, text, idempotency_key=f"{who}-1")
+    assert not written.deduplicated
+    again = haki.remember_event(who, text, idempotency_key=f"{who}-1")
+    assert again.id == written.id and again.deduplicated
+    answer = haki.context(who, "Qui contacter pour la facture pendant son absence ?",
+                          purpose="support_reply")
+    assert [e.event_id for e in answer.packet.episodes] == [written.id]
+    assert "Julie Martin" in render(answer)
+
+    batch = haki.write_events([
+        {"subject_id": who, "kind": "support.ticket", "payload": {"title": "Facture"}},
+        EventIn(subject_id=who, kind="conversation.message", payload={"text": "Merci"}),
+    ])
+    assert len({e.id for e in batch.events}) == 2 and not any(e.deduplicated for e in batch.events)
+
+
+def test_facts_lifecycle_conflicts_and_forget(haki: HakiClient):
+    who = subject()
+    created = haki.record_fact(who, "preferred_language", "fr", confidence=0.9)
+    assert (created.outcome, created.status, created.version) == ("created", "active", 1)
+    assert haki.record_fact(who, "preferred_language", "fr").outcome == "reinforced"
+    page = haki.list_facts(who, limit=10)
+    assert [f.id for f in page.facts] == [created.id] and page.facts[0].value == "fr"
+
+    disabled = haki.set_fact_status(created.id, "disabled")
+    assert disabled.fact.status == "disabled"
+    assert haki.list_facts(who, status="active").facts == []
+    haki.set_fact_status(created.id, "active")
+
+    haki.forget("disable", subject_id=who)
+    assert haki.list_facts(who, status="disabled").facts[0].id == created.id
+    erased = haki.forget("delete", fact_id=created.id)
+    assert erased.target == "fact" and erased.receipt_id is not None
+    assert haki.list_facts(who).facts == []
+    assert haki.forget("delete", subject_id=who).target == "subject"
+
+
+def test_a_conflict_is_opened_listed_and_resolved(haki: HakiClient):
+    who = subject()
+    lyon = haki.record_fact(who, "lives_in", {"city": "Lyon"})
+    paris = haki.record_fact(who, "lives_in", {"city": "Paris"})
+    assert paris.outcome == "conflict" and paris.conflict_id is not None
+    answer = haki.context(who, "Where does she live?", purpose="test")
+    assert answer.packet.facts == [] and any(w.startswith("open_conflict") for w in
+                                             answer.packet.warnings)
+    listed = haki.list_conflicts(subject_id=who, status="open").conflicts
+    assert [c.id for c in listed] == [paris.conflict_id]
+    assert {f.id for f in listed[0].facts} == {lyon.id, paris.id}
+    resolved = haki.resolve_conflict(paris.conflict_id, paris.id)
+    assert resolved.kept_fact_id == paris.id and resolved.superseded_fact_ids == [lyon.id]
+    assert haki.list_conflicts(subject_id=who, status="open").conflicts == []
+    served = haki.context(who, "Where does she live?", purpose="test").packet.facts
+    assert [(f.id, f.value) for f in served] == [(paris.id, {"city": "Paris"})]
+    error = error_of(lambda: haki.resolve_conflict(paris.conflict_id, paris.id))
+    assert error.status in (404, 409) and error.code
+
+
+def test_write_errors_carry_the_stable_code(haki: HakiClient):
+    assert error_of(lambda: haki.write_events([])).code == "validation_error"
+    assert error_of(lambda: haki.write_events(
+        [{"subject_id": "s", "kind": "k", "colour": "red"}])).code == "validation_error"
+    assert error_of(lambda: haki.record_fact("", "p", "v")).code == "missing_scope"
+    assert error_of(lambda: haki.record_fact("s", "p", "v", project_id=OTHER_PROJECT)).code == (
+        "forbidden_scope")
+    assert error_of(lambda: haki.set_fact_status(uuid.uuid4(), "disabled")).status == 404
+
+
+def test_a_retried_event_batch_carries_the_same_idempotency_keys():
+    written = Scripted(201, {"events": [{"id": str(uuid.uuid4()), "deduplicated": True}]})
+    with stub_server([Scripted(200, {}, delay_s=1.0), written]) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", timeout=0.2, backoff=0.01) as client:
+        answer = client.remember_event("s", "hello")
+    assert answer.deduplicated and len(stub.requests) == 2
+    first, second = (json.loads(r[3]) for r in stub.requests)
+    assert first == second and first["events"][0]["idempotency_key"].startswith("haki-client-")
+    assert first["events"][0]["payload"] == {"text": "hello"}
+
+
+def test_a_fact_write_that_may_have_run_is_not_retried():
+    with stub_server([Scripted(200, {}, delay_s=1.0), OK]) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", timeout=0.2, backoff=0.01) as client:
+        error = error_of(lambda: client.record_fact("s", "p", "v"))
+    assert error.code == "connection_error" and len(stub.requests) == 1
+    with stub_server([UNAVAILABLE, Scripted(201, {"facts": [{
+            "id": str(uuid.uuid4()), "outcome": "created", "status": "active",
+            "version": 1}]})]) as stub, HakiClient(stub.url, "hk_x", project_id="p",
+                                                   backoff=0.01) as client:
+        assert client.record_fact("s", "p", "v").outcome == "created"  # 503: nothing was done
+    assert len(stub.requests) == 2
+
+
+def test_async_writes(haki_server: Server):
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, haki_server.key,
+                                   project_id=DEMO_PROJECT) as client:
+            who = subject()
+            event = await client.remember_event(who, "Mon numéro client est 4242.")
+            fact = await client.record_fact(who, "customer_number", 4242,
+                                            source_event_ids=[event.id])
+            page = await client.list_facts(who)
+            assert page.facts[0].source_event_ids == [event.id] and page.facts[0].value == 4242
+            assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
+            assert fact.outcome == "created"
+
+    asyncio.run(run())
