@@ -1,7 +1,8 @@
 """Ingest benchmark: the write routes through the real local server, over HTTP.
 
-Starts ``haki serve --no-demo`` on a scratch data folder (its own embedded PostgreSQL, one
-embedder thread), then, from one sequential client:
+Starts ``haki serve --no-demo --workers 1`` on a scratch data folder (its own embedded
+PostgreSQL; one worker with one embedder thread, as one Lambda container), then, from one
+sequential client:
 
 - ``POST /v1/events`` and ``POST /v1/facts`` with batches of 1 and of 100 short records
   (chat-sized, ~50 characters), and events in batches of 100 of mixed lengths (60 to 2,000
@@ -22,15 +23,9 @@ import argparse
 import json
 import os
 import platform
-import queue
-import re
 import shutil
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -45,6 +40,8 @@ from typing import Any
 from haki.embedding import get_embedder
 from haki.memory.api import MAX_EMBED_TOKENS
 from haki.settings import SOURCE_ROOT
+from haki_local import launch
+from haki_local.launch import LocalApi
 
 RESULTS_DIR = SOURCE_ROOT / "benchmarks" / "results"
 #: p50 of ``POST /v1/events`` with 100 short messages, on one core (the issue's target).
@@ -94,78 +91,89 @@ QUICK = Spec(requests_single=3, requests_batch=2, batch=5, long_lengths=(60, 210
 
 @dataclass
 class Server:
-    process: subprocess.Popen[str]
+    api: LocalApi
     data_dir: Path
-    url: str = ""
-    key: str = ""
+
+    @property
+    def url(self) -> str:
+        return self.api.url
+
+    @property
+    def key(self) -> str:
+        return self.api.key
 
 
 @contextmanager
-def local_server(data_dir: Path, timeout_s: float = 180) -> Iterator[Server]:
-    """``haki serve --port 0 --no-demo`` on ``data_dir``, one embedder thread; stopped (and
-    its database with it) on exit."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HAKI_")}
-    env.update(HAKI_DATA_DIR=str(data_dir), HAKI_EMBED_THREADS="1", PYTHONUNBUFFERED="1")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "haki_local.cli", "serve", "--port", "0", "--no-demo"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    server = Server(process, data_dir)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:  # keep reading: the handlers log every request
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.put(line.rstrip("\n"))
-
-    threading.Thread(target=pump, daemon=True).start()
-    deadline = time.monotonic() + timeout_s
+def local_server(data_dir: Path) -> Iterator[Server]:
+    """``haki serve --no-demo --workers 1`` on ``data_dir`` (one worker: one request at a time,
+    one embedder thread, as one Lambda container); stopped, with its database, on exit."""
+    api = launch.start(data_dir, "--no-demo", "--workers", "1")
     try:
-        while not (server.url and server.key):
-            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            if match := re.match(r"^Haki local API: (http://\S+)$", line):
-                server.url = match.group(1)
-            if match := re.match(r"^API key \([^)]+\): (hk_\S+)$", line):
-                server.key = match.group(1)
-        yield server
-    except queue.Empty:
-        raise RuntimeError("haki serve did not start") from None
+        yield Server(api, data_dir)
     finally:
-        process.send_signal(signal.SIGINT)
+        if launch.stop(api) != 0:
+            raise RuntimeError("haki serve did not stop cleanly:\n" + "\n".join(api.lines[-20:]))
+
+
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 def _ticks(pid: int) -> int:
     """utime + stime of a process, in clock ticks."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat(pid)
     return int(fields[11]) + int(fields[12])
+
+
+def _server_pids(server: Server) -> list[int]:
+    """``haki serve`` and its worker."""
+    return [server.api.process.pid, *_children(server.api.process.pid)]
 
 
 def _postgres_pids(data_dir: Path) -> list[int]:
     """The postmaster of the server's database and its children (backends, workers)."""
     postmaster = int((data_dir / "pg16" / "postmaster.pid").read_text().split()[0])
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    return [postmaster, *_children(postmaster)]
+
+
+def _sum_ticks(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
-                children.append(int(stat.parent.name))
-        except (OSError, ValueError, IndexError):
+            total += _ticks(pid)
+        except OSError:  # a backend that just exited
             continue
-    return [postmaster, *children]
+    return total
 
 
 def cpu_seconds(server: Server) -> dict[str, float]:
-    """CPU time so far of the server process and of its PostgreSQL processes."""
+    """CPU time so far of the server (its worker included) and of its PostgreSQL processes."""
     hz = os.sysconf("SC_CLK_TCK")
-    pg = 0
-    for pid in _postgres_pids(server.data_dir):
-        try:
-            pg += _ticks(pid)
-        except OSError:  # a backend that just exited
-            continue
-    return {"server": _ticks(server.process.pid) / hz, "postgres": pg / hz}
+    return {"server": _sum_ticks(_server_pids(server)) / hz,
+            "postgres": _sum_ticks(_postgres_pids(server.data_dir)) / hz}
+
+
+def peak_rss_mib(server: Server) -> float:
+    """The largest resident set the worker reached (``VmHWM``): what the function's memory
+    must hold, the model and its inference buffers included."""
+    peaks = []
+    for pid in _children(server.api.process.pid):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                peaks.append(int(line.split()[1]) / 1024)
+    return round(max(peaks, default=0.0), 1)
 
 
 # --------------------------------------------------------------------------- requests
@@ -284,8 +292,9 @@ def _cpu_ms(before: dict[str, float], after: dict[str, float], requests: int) ->
 
 
 def embedding_only(spec: Spec) -> dict[str, Any]:
-    """The embedding alone, in this process, one thread (CPU time): 100 short messages and the
-    worst admitted batch of long ones, as the write path embeds them (batches of 32)."""
+    """The embedding alone, in this process, one thread (CPU time, the second of two runs):
+    100 short messages and the worst admitted batch of long ones, as the write path embeds
+    them."""
     from haki.memory.store import embed_texts
     from haki.settings import Settings
 
@@ -300,6 +309,7 @@ def embedding_only(spec: Spec) -> dict[str, Any]:
         (f"{long_count} messages of {window} tokens",
          [f"conversation.message: {long_message(3000, i)}" for i in range(long_count)]),
     ):
+        embed_texts(embedder, texts)  # once to warm every shape (each length is one run)
         started_cpu, started = time.process_time(), time.perf_counter()
         embed_texts(embedder, texts)
         rows[name] = {"texts": len(texts),
@@ -343,11 +353,6 @@ def measure(server: Server, spec: Spec) -> dict[str, Any]:
                      lambda i: events_body(f"e{spec.batch}-{run}-{i}",
                                            [short_message(i * spec.batch + j)
                                             for j in range(spec.batch)]), spec.warmup),
-        run_scenario(server, f"events, batch of {spec.batch}, mixed lengths", "/v1/events",
-                     spec.batch, spec.requests_batch,
-                     lambda i: events_body(f"em-{run}-{i}", [
-                         mixed_message(i * spec.batch + j) for j in range(spec.batch)]),
-                     spec.warmup),
         run_scenario(server, "facts, batch of 1", "/v1/facts", 1, spec.requests_single,
                      lambda i: facts_body(f"f1-{run}-{i}", 0, 1), spec.warmup),
         run_scenario(server, f"facts, batch of {spec.batch}", "/v1/facts", spec.batch,
@@ -355,11 +360,20 @@ def measure(server: Server, spec: Spec) -> dict[str, Any]:
                      lambda i: facts_body(f"f{spec.batch}-{run}-{i}", 0, spec.batch),
                      spec.warmup),
     ]
+    after_short = peak_rss_mib(server)
+    scenarios.append(run_scenario(
+        server, f"events, batch of {spec.batch}, mixed lengths", "/v1/events", spec.batch,
+        max(1, spec.requests_batch // 4),
+        lambda i: events_body(f"em-{run}-{i}", [
+            mixed_message(i * spec.batch + j) for j in range(spec.batch)]), spec.warmup))
     for scenario in scenarios:
         cpu = sum(scenario["cpu_s"].values())
         scenario["cpu_ms_per_request"] = round(cpu * 1000 / scenario["requests"], 1)
-    return {"scenarios": scenarios, "long_messages": run_long_messages(server, spec),
-            "budget_batch": run_budget_batch(server, spec)}
+    measured = {"scenarios": scenarios, "long_messages": run_long_messages(server, spec),
+                "budget_batch": run_budget_batch(server, spec)}
+    measured["peak_rss_mib"] = {"after_short_batches": after_short,
+                                "after_long_messages": peak_rss_mib(server)}
+    return measured
 
 
 # --------------------------------------------------------------------------- report
@@ -397,6 +411,10 @@ def table(results: dict[str, Any]) -> list[str]:
                       f"{GATEWAY_TIMEOUT_MS:.0f} ms); one more event: "
                       f"{budget['one_more_event']['status']} "
                       f"{budget['one_more_event']['code']}"]
+    rss = results["peak_rss_mib"]
+    lines += ["", f"Peak resident memory of the worker: {rss['after_short_batches']} MiB after "
+                  f"the short batches, {rss['after_long_messages']} MiB after the mixed and "
+                  "long ones"]
     lines += ["", "Embedding alone (in process, one thread): " + "; ".join(
         f"{name}: {row['cpu_ms']} ms CPU" for name, row in results["embedding_only"].items())]
     target = results["target"]
@@ -427,11 +445,11 @@ def run(spec: Spec, out: Path, name: str) -> dict[str, Any]:
         "benchmark": "ingest", "plan": name, "started_at": started.isoformat(),
         "command": "make bench-ingest" if spec is FULL else
                    "python -m benchmarks.ingest --quick",
-        "method": "haki serve --no-demo on a scratch data folder (embedded PostgreSQL 16), "
-                  "HAKI_EMBED_THREADS=1; one sequential client over local HTTP; latency is "
-                  "the client's round trip; CPU is the server process plus its PostgreSQL "
-                  "processes (utime + stime) during the measured requests; short messages "
-                  "~50 characters",
+        "method": "haki serve --no-demo --workers 1 on a scratch data folder (embedded "
+                  "PostgreSQL 16), one embedder thread; one sequential client over local "
+                  "HTTP; latency is the client's round trip; CPU is the server and its worker "
+                  "plus its PostgreSQL processes (utime + stime) during the measured requests; "
+                  "short messages ~50 characters",
         "machine": {**machine_before, "load_average_after": machine()["load_average"]},
         **measured,
         "target": {"batch": spec.batch, "p50_ms": batch["latency_ms"]["p50"],

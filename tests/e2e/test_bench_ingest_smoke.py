@@ -15,7 +15,7 @@ def test_the_ingest_benchmark_measures_every_scenario_and_writes_its_results(
     assert written["scenarios"] == results["scenarios"]
     assert [(s["route"], s["batch"]) for s in written["scenarios"]] == [
         ("POST /v1/events", 1), ("POST /v1/events", QUICK.batch),
-        ("POST /v1/events", QUICK.batch), ("POST /v1/facts", 1), ("POST /v1/facts", QUICK.batch)]
+        ("POST /v1/facts", 1), ("POST /v1/facts", QUICK.batch), ("POST /v1/events", QUICK.batch)]
     for scenario in written["scenarios"]:
         assert scenario["records"] == scenario["batch"] * scenario["requests"]
         assert scenario["records_per_s"] > 0 and scenario["latency_ms"]["p50"] > 0
@@ -25,4 +25,6 @@ def test_the_ingest_benchmark_measures_every_scenario_and_writes_its_results(
     # A longer message is embedded on more tokens, never more than the model's window.
     assert by_length[60]["model_tokens"] < by_length[2100]["model_tokens"] <= 512
     assert written["target"]["batch"] == QUICK.batch
+    rss = written["peak_rss_mib"]
+    assert 0 < rss["after_short_batches"] <= rss["after_long_messages"]
     assert written["table"][0].startswith("| scenario |")

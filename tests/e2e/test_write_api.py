@@ -565,3 +565,19 @@ def test_the_banners_curls_work_in_order(server: Server) -> None:
     assert event["id"] in {e["event_id"] for e in after["packet"]["episodes"]}
     assert answer("/v1/facts -H")["facts"][0]["outcome"] == "reinforced"
     assert answer("/v1/facts?")["facts"] and "conflicts" in answer("/v1/conflicts?")
+
+
+def test_the_edge_answers_write_routes_like_the_read_routes(tenant: Tenant) -> None:
+    """401 before anything, 415 for a body that is not JSON, 405 with both methods of a path
+    two functions serve."""
+    body = {"project_id": tenant.project, "events": [{"subject_id": "s", "kind": "k"}]}
+    assert _code(tenant.client.request("POST", "/v1/events", body=body)) == (401, "unauthorized")
+    assert _code(tenant.client.request("POST", "/v1/events", key="hk_" + "Z" * 43,
+                                       body=body)) == (401, "unauthorized")
+    form = tenant.client.request("POST", "/v1/facts", key=tenant.key, raw=b"a=b",
+                                 content_type="application/x-www-form-urlencoded")
+    assert _code(form) == (415, "validation_error")
+    wrong = tenant.client.request("DELETE", "/v1/facts", key=tenant.key)
+    assert _code(wrong) == (405, "method_not_allowed")
+    assert wrong.headers["Allow"] == "POST, GET"
+    assert tenant.client.request("GET", "/v1/forget", key=tenant.key).headers["Allow"] == "POST"

@@ -56,9 +56,15 @@ def test_each_route_lists_its_success_status_and_its_own_error_codes() -> None:
             assert ("413" in operation["responses"]) == (method == "post")
 
 
+#: Domain errors of the admin CLI only: no route answers them.
+ADMIN_ONLY = {"project_of_another_org"}
+
+
 def test_every_domain_error_of_the_api_is_documented_on_some_route() -> None:
     text = json.dumps(build_openapi())
     for error in _api_errors(HakiError):
+        if error.code in ADMIN_ONLY:
+            continue
         assert f"{error.code}:" in text or f"{error.code} " in text, error.code
 
 

@@ -45,3 +45,4 @@ def test_a_foreign_cursor_is_a_validation_error(cursor: str) -> None:
 
 def test_sizes_are_bytes_not_characters() -> None:
     assert payload_bytes({"t": "é"}) == len('{"t":"é"}'.encode())
+

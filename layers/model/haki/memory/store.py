@@ -26,12 +26,11 @@ from haki.embedding import Embedder
 from haki.errors import ForbiddenScope, PayloadTooLarge, ValidationFailed
 from haki.memory.api import MAX_EMBED_TOKENS
 
-#: Passages handed to the embedder at once. It sorts them by length and runs them 32 at a time,
-#: each run padded to its longest text, so the more it sees at once, the less goes to padding:
-#: a write batch (≤ 100 records) is one call; a large ``haki load`` document goes in chunks, for
-#: its progress bar. Chunking a mixed batch of 96 messages (60 to 2,000 characters) by 32 in
-#: request order cost 2.5 times the CPU of one call (50 s against 20 s, measured on a shared
-#: machine for the ingest benchmark).
+#: Passages handed to the embedder at once. It runs texts of equal token length together (no
+#: padding), so the more it sees at once, the fuller its runs: a write batch (≤ 100 records)
+#: is one call; a large ``haki load`` document goes in chunks, for its progress bar. (Chunks
+#: of 32 in request order, as before the write API, cost a mixed batch of 96 messages 2.5
+#: times the CPU of one call with the padding embedder of the time.)
 EMBED_CHUNK = 1024
 
 #: Called with the number of records just embedded or written (drives a progress bar).
@@ -45,15 +44,13 @@ def embed_texts(
     embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
 ) -> np.ndarray:
     """Passage embeddings of ``texts``, ``(n, dim)``, in chunks of :data:`EMBED_CHUNK`."""
-    batches = []
+    out = np.empty((len(texts), embedder.dim), dtype=np.float32)
     for start in range(0, len(texts), EMBED_CHUNK):
-        batch = texts[start:start + EMBED_CHUNK]
-        batches.append(embedder.embed_passages(batch))
+        chunk = list(texts[start:start + EMBED_CHUNK])
+        out[start:start + len(chunk)] = embedder.embed_passages(chunk)
         if progress is not None:
-            progress(len(batch))
-    if not batches:
-        return np.empty((0, embedder.dim), dtype=np.float32)
-    return np.concatenate(batches)
+            progress(len(chunk))
+    return out
 
 
 def check_embedding_budget(embedder: Embedder, texts: Sequence[str], records: str) -> None:
