@@ -3,8 +3,9 @@ clean interpreter that sees nothing but the layer, and embed a sentence.
 
 The layer carries CPython 3.12 wheels. The test runs it with a Python 3.12 interpreter when
 one is installed (this machine has one under pyenv), which checks the real artefact. Without
-one, the same recipe builds a variant for the running interpreter (``--python-version``) and
-that variant is imported instead: it proves the recipe and the layout, not the cp312 wheels.
+one, the same recipe builds a variant for the running interpreter (``--python-version``, from a
+lock made for that version by ``lock_layer.py``) and that variant is imported instead: it proves
+the recipe and the layout, not the cp312 wheels of the committed lock.
 """
 
 import importlib.util
@@ -21,6 +22,7 @@ from haki.embedding import Embedder
 from haki.settings import SOURCE_ROOT
 
 RECIPE = SOURCE_ROOT / "layers/model/recipe/build_layer.py"
+LOCKER = SOURCE_ROOT / "layers/model/recipe/lock_layer.py"
 PROVIDER = "e5-small-multilingual"
 SENTENCE = "The user's favourite city is Lisbon."
 
@@ -56,10 +58,11 @@ def _recipe() -> ModuleType:
     return module
 
 
-def _build(out: Path, models_dir: Path, version: str) -> None:
+def _build(out: Path, models_dir: Path, version: str, lock: Path | None = None) -> None:
     subprocess.run(
         [sys.executable, str(RECIPE), "--arch", "x86_64", "--models", str(models_dir),
-         "--providers", PROVIDER, "--out", str(out), "--python-version", version],
+         "--providers", PROVIDER, "--out", str(out), "--python-version", version,
+         *(["--lock", str(lock)] if lock else [])],
         check=True,
         timeout=900,
     )
@@ -77,7 +80,14 @@ def layer(models_dir: Path) -> tuple[Path, str]:
         version = "{}.{}".format(*sys.version_info[:2])
         python = sys.executable
         out = SOURCE_ROOT / f"build/layer-test/x86_64-py{version}"
-        _build(out, models_dir, version)
+        lock = out.with_name(out.name + "-lock.txt")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, str(LOCKER), "--arch", "x86_64", "--python-version", version,
+             "--out", str(lock)],
+            check=True, timeout=300,
+        )
+        _build(out, models_dir, version, lock)
     return out, python
 
 

@@ -10,16 +10,20 @@ Layout (the folder becomes ``/opt`` in Lambda)::
     haki/models/<provider>/       model.onnx, tokenizer.json, manifest.json
     haki/layer.json               what was built from what (fingerprint, sizes)
 
-Wheels come from PyPI for the target CPython and manylinux platform without Docker; every
-native library is checked to be an ELF object of the target machine; ``.pyc`` files are
-precompiled (``/opt`` is read-only) as unchecked-hash pycs, by an interpreter of the target
-Python version. A folder whose inputs did not change is kept as it is.
+Wheels come from PyPI for the target CPython and manylinux platform without Docker, installed
+from the hashed lock of the architecture (``layer-lock-<arch>.txt``, written by ``lock_layer.py``,
+``make layer-lock``) with ``pip --require-hashes --no-deps``; a lock that no longer matches the
+pins of ``pyproject.toml`` is refused. Every native library is checked to be an ELF object of
+the target machine; ``.pyc`` files are precompiled (``/opt`` is read-only) as unchecked-hash
+pycs, by an interpreter of the target Python version. A folder whose inputs did not change is
+kept as it is.
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -27,10 +31,11 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
+RECIPE = Path(__file__).resolve().parent
 LIMIT_BYTES = 250 * 1024 * 1024  # Lambda: layers + function, unzipped
 #: ``uname -m`` names and ELF ``e_machine`` codes.
 ARCHS = {"x86_64": ("x86_64", 62), "arm64": ("aarch64", 183)}
-#: Provided by the Lambda Python runtime; pulled in through aws-xray-sdk, dropped here.
+#: Provided by the Lambda Python runtime (botocore comes in through aws-xray-sdk): never locked.
 RUNTIME_PROVIDED = ("boto3", "botocore", "s3transfer")
 #: Build-time tooling and tests that the wheels carry and the runtime never loads (~60 MB).
 #: onnxruntime's Python binding links the runtime statically (RUNPATH $ORIGIN, no NEEDED
@@ -45,8 +50,14 @@ TRIM = (
 )
 #: Distributions that must bring a native library (a pure-Python fallback means a wrong wheel).
 NATIVE = ("numpy", "onnxruntime", "tokenizers", "pydantic_core", "psycopg_binary")
-#: Installed with ``--no-deps`` (its huggingface_hub dependency is only for downloads).
+#: Locked without its dependencies (its huggingface_hub dependency is only for downloads).
 NO_DEPS = ("tokenizers",)
+#: A lock line: ``name==version --hash=sha256:<hex>``.
+LOCK_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+) --hash=sha256:([0-9a-f]{64})$")
+#: A requirement of pyproject.toml: name, extras, the ``==`` version if pinned.
+REQUIREMENT = re.compile(
+    r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:==\s*([^\s;,]+))?"
+)
 MODEL_FILES = ("model.onnx", "tokenizer.json", "manifest.json")
 
 
@@ -56,10 +67,78 @@ def requirements(pyproject: Path) -> list[str]:
     return list(project["dependencies"]) + list(project["optional-dependencies"]["lambda"])
 
 
-def _name(requirement: str) -> str:
-    for sep in "[=<>!~ ;":
-        requirement = requirement.split(sep)[0]
-    return requirement.strip().lower().replace("-", "_")
+def canonical(name: str) -> str:
+    """PEP 503 normalized name (``typing_extensions`` and ``Typing.Extensions`` are one)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pin(requirement: str) -> tuple[str, str | None]:
+    """(canonical name, ``==`` version or None) of a requirement string."""
+    match = REQUIREMENT.match(requirement)
+    if not match:
+        raise SystemExit(f"cannot read the requirement {requirement!r}")
+    return canonical(match[1]), match[2]
+
+
+def platforms(machine: str) -> list[str]:
+    """The manylinux tags to accept: with only manylinux2014 onnxruntime is not found, with only
+    manylinux_2_28 pydantic_core resolves to a pure-Python placeholder."""
+    tags = (f"manylinux_2_28_{machine}", f"manylinux_2_17_{machine}", f"manylinux2014_{machine}")
+    return [arg for tag in tags for arg in ("--platform", tag)]
+
+
+def lock_path(arch: str) -> Path:
+    return RECIPE / f"layer-lock-{arch}.txt"
+
+
+def read_lock(path: Path) -> dict:
+    """``{"arch", "python", "pins": [...], "dists": {name: (version, sha256)}}`` of a lock file;
+    the header's ``# arch:``, ``# python:`` and ``# pin:`` lines are its metadata."""
+    lock: dict = {"arch": None, "python": None, "pins": [], "dists": {}}
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = raw.strip()
+        if line.startswith("#"):
+            key, _, value = line[1:].strip().partition(": ")
+            if key == "pin":
+                lock["pins"].append(value.strip())
+            elif key in ("arch", "python"):
+                lock[key] = value.strip()
+            continue
+        if not line:
+            continue
+        match = LOCK_LINE.match(line)
+        if not match:
+            raise SystemExit(f"{path}:{number}: not `name==version --hash=sha256:...`: {line}")
+        lock["dists"][canonical(match[1])] = (match[2], match[3])
+    return lock
+
+
+def lock_problems(lock_file: Path, reqs: list[str], arch: str, python_version: str) -> list[str]:
+    """Why the lock cannot stand for these requirements (empty when it can)."""
+    if not lock_file.is_file():
+        return [f"{lock_file} is missing"]
+    lock = read_lock(lock_file)
+    problems = []
+    if lock["arch"] != arch or lock["python"] != python_version:
+        problems.append(
+            f"it is for {lock['arch']} / Python {lock['python']}, "
+            f"not {arch} / Python {python_version}"
+        )
+    if sorted(lock["pins"]) != sorted(reqs):
+        problems.append(f"it was made from the pins {lock['pins']}, pyproject.toml has {reqs}")
+    for requirement in reqs:
+        name, version = pin(requirement)
+        locked = lock["dists"].get(name)
+        if locked is None:
+            problems.append(f"{name} is not in it")
+        elif version is not None and locked[0] != version:
+            problems.append(f"{name} is pinned =={version}, locked =={locked[0]}")
+    for name in RUNTIME_PROVIDED:
+        if name in lock["dists"]:
+            problems.append(f"{name} is in it (the Lambda runtime provides it)")
+    if not lock["dists"]:
+        problems.append("it lists no distribution")
+    return problems
 
 
 def tree_digest(paths: list[Path]) -> str:
@@ -96,24 +175,26 @@ def find_interpreter(version: str, explicit: str | None) -> str:
     )
 
 
-def pip_install(target: Path, reqs: list[str], machine: str, version: str, deps: bool) -> None:
-    cmd = [
+def pip_args(target: Path, machine: str, version: str) -> list[str]:
+    """``pip install`` for the target platform into ``target`` (the lock and the build share it)."""
+    return [
         sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target),
         "--implementation", "cp", "--python-version", version, "--only-binary=:all:",
-        "--platform", f"manylinux_2_28_{machine}", "--platform", f"manylinux_2_17_{machine}",
-        "--platform", f"manylinux2014_{machine}", "--no-compile", "--upgrade",
-        "--disable-pip-version-check", "--no-warn-conflicts", "--root-user-action=ignore",
+        *platforms(machine), "--disable-pip-version-check", "--root-user-action=ignore",
     ]
-    if not deps:
-        cmd.append("--no-deps")
-    subprocess.run([*cmd, *reqs], check=True)
 
 
-def drop_distributions(site: Path, names: tuple[str, ...]) -> None:
-    for name in names:
-        for path in [site / name, *site.glob(f"{name}-*.dist-info")]:
-            if path.is_dir():
-                shutil.rmtree(path)
+def pip_install(target: Path, lock_file: Path, machine: str, version: str) -> None:
+    """Exactly the wheels of the lock: every one pinned and checked against its hash."""
+    cmd = [
+        *pip_args(target, machine, version), "--require-hashes", "--no-deps", "--no-compile",
+        "--upgrade", "--no-warn-conflicts", "-r", str(lock_file),
+    ]
+    if subprocess.run(cmd, check=False).returncode != 0:
+        raise SystemExit(
+            f"pip could not install {lock_file} (its message is above): a wheel whose hash "
+            "differs from the lock, or a lock whose wheels are not on the index"
+        )
 
 
 def trim(site: Path) -> None:
@@ -167,6 +248,13 @@ def folder_bytes(root: Path) -> int:
 def build(args: argparse.Namespace) -> None:
     machine, e_machine = ARCHS[args.arch]
     reqs = requirements(args.pyproject)
+    lock_file = args.lock or lock_path(args.arch)
+    problems = lock_problems(lock_file, reqs, args.arch, args.python_version)
+    if problems:
+        raise SystemExit(
+            f"{lock_file} is out of date with {args.pyproject}: " + "; ".join(problems)
+            + f". Run `make layer-lock` (python3 {RECIPE.relative_to(REPO)}/lock_layer.py)."
+        )
     sources = [REPO / "layers/model/haki", REPO / "layers/model/haki_aws", REPO / "migrations"]
     manifests = [args.models / p / "manifest.json" for p in args.providers]
     for manifest in manifests:
@@ -178,6 +266,7 @@ def build(args: argparse.Namespace) -> None:
                 "arch": args.arch,
                 "python": args.python_version,
                 "requirements": reqs,
+                "lock": tree_digest([lock_file]),
                 "providers": args.providers,
                 "sources": tree_digest([p for p in sources if p.exists()]),
                 "models": tree_digest(manifests),
@@ -200,11 +289,7 @@ def build(args: argparse.Namespace) -> None:
     site = staging / "python"
     site.mkdir(parents=True)
     try:
-        with_deps = [r for r in reqs if _name(r) not in NO_DEPS]
-        no_deps = [r for r in reqs if _name(r) in NO_DEPS]
-        pip_install(site, with_deps, machine, args.python_version, deps=True)
-        pip_install(site, no_deps, machine, args.python_version, deps=False)
-        drop_distributions(site, RUNTIME_PROVIDED)
+        pip_install(site, lock_file, machine, args.python_version)
         shutil.rmtree(site / "bin", ignore_errors=True)
         trim(site)
         native = check_elf(site, e_machine)
@@ -235,6 +320,8 @@ def build(args: argparse.Namespace) -> None:
             "python": args.python_version,
             "providers": args.providers,
             "requirements": reqs,
+            "lock": lock_file.name,
+            "distributions": len(read_lock(lock_file)["dists"]),
             "native_libraries": native,
             "pyc_compiled_with": compile_python and Path(compile_python).name,
             "wheels_bytes": wheels_bytes,
@@ -264,6 +351,7 @@ def main() -> None:
     parser.add_argument("--compile-python", help="interpreter of that version for the .pyc")
     parser.add_argument("--no-compile", action="store_true", help="ship sources only")
     parser.add_argument("--pyproject", type=Path, default=REPO / "pyproject.toml")
+    parser.add_argument("--lock", type=Path, help="hashed lock (default: layer-lock-<arch>.txt)")
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.models = args.models.resolve()

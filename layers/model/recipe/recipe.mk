@@ -1,8 +1,10 @@
-# Model and layer recipes (included by the top-level Makefile). Defines `model` and `layer`.
+# Model and layer recipes (included by the top-level Makefile). Defines `model`, `layer` and
+# `layer-lock`.
 #
 #   make model                   both providers into $(MODELS)/<provider>/ (no-op when up to date)
 #   make layer ARCH=x86_64       build/layer/x86_64/, ready for Code.from_asset (also arm64)
 #   make layer ARCH=arm64 LAYER_PROVIDERS="e5-small-multilingual minilm-l6"
+#   make layer-lock              rewrite $(RECIPE)/layer-lock-<arch>.txt (both) after a pin changes
 #
 # The build-only tools (torch, onnx, ...) live in their own venv, $(MODEL_ENV), never in .venv.
 RECIPE          := layers/model/recipe
@@ -11,12 +13,14 @@ MODEL_PY        := $(MODEL_ENV)/bin/python
 MODEL_ENV_STAMP := $(MODEL_ENV)/.installed
 WEIGHTS         := $(MODEL_ENV)/weights
 PROVIDERS       := e5-small-multilingual minilm-l6
-MODEL_INPUTS    := $(MODEL_ENV_STAMP) \
-                   $(filter-out %/build_layer.py,$(wildcard $(RECIPE)/*.py $(RECIPE)/*.txt))
+LAYER_ARCHS     := x86_64 arm64
+LAYER_LOCKS     := $(foreach a,$(LAYER_ARCHS),$(RECIPE)/layer-lock-$(a).txt)
+MODEL_INPUTS    := $(MODEL_ENV_STAMP) $(filter-out %/build_layer.py %/lock_layer.py $(LAYER_LOCKS),\
+                   $(wildcard $(RECIPE)/*.py $(RECIPE)/*.txt))
 ARCH            ?= x86_64
 LAYER_PROVIDERS ?= e5-small-multilingual
 
-.PHONY: model layer
+.PHONY: model layer layer-lock
 
 model: $(foreach p,$(PROVIDERS),$(MODELS)/$(p)/manifest.json)
 
@@ -36,3 +40,7 @@ $(MODELS)/%/manifest.json: $(MODEL_INPUTS)
 layer: model
 	$(PYTHON) $(RECIPE)/build_layer.py --arch $(ARCH) --models $(MODELS) \
 		--providers $(LAYER_PROVIDERS) --out build/layer/$(ARCH)
+
+# The hashed locks `make layer` installs from (pip --require-hashes); needs PyPI, installs nothing.
+layer-lock:
+	$(PYTHON) $(RECIPE)/lock_layer.py $(foreach a,$(LAYER_ARCHS),--arch $(a))
