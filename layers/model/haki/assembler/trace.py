@@ -1,12 +1,13 @@
 """The decision trace: written with the packet in one statement, read back by inspect (and,
 for the local trace console, listed and labelled)."""
 
-import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 from uuid import UUID
 
 import psycopg
@@ -20,13 +21,16 @@ from haki.text import event_text, fact_text
 
 #: The call row and its trace row in ONE statement: a data-modifying CTE inserts the call, and
 #: the outer INSERT writes the call's decisions as one compact row of parallel arrays
-#: (migration 0014), aggregated from one JSON array (``jsonb_to_recordset``), with action and
-#: reason encoded by their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``
+#: (migration 0014), each sent as one array literal built by :func:`array_literal`, with action
+#: and reason encoded by their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``
 #: (the one place the codes are mapped). A packet is never stored without its trace and the
-#: write costs one round trip however many candidates there were. JSON rather than one array
-#: per column: psycopg adapts Python lists element by element, and twelve arrays of ~130 values
-#: cost more to send than one ``json.dumps`` (measured 3.9 vs 2.4 ms per call). The trace row
-#: takes the call's ``created_at`` (RETURNING), so both land in the same day partition.
+#: write costs one round trip however many candidates there were. Literals rather than Python
+#: lists (psycopg adapts a list element by element) or one JSON array of decision objects
+#: (``json.dumps`` of ~190 dicts, then ``jsonb_to_recordset`` on the server): for the ~160
+#: decisions of a fused call at 100k facts, building the literals takes 0.77 ms against 0.99
+#: for the JSON, and the whole write (Python, send, insert, commit) came down by ~4 ms
+#: (docs/benchmarks.md, "Latency work"). The trace row takes the call's ``created_at``
+#: (RETURNING), so both land in the same day partition.
 INSERT_CALL_AND_TRACE = """
 WITH call AS (
     INSERT INTO context_calls (
@@ -45,36 +49,16 @@ INSERT INTO context_traces (
     scores, similarities, text_ranks, recencies, tokens, unconfirmed, vector_ranks,
     text_arm_ranks, expanded_from)
 SELECT call.trace_id, call.created_at, call.project_id,
-       coalesce(d.ordinals, '{}'), coalesce(d.fact_ids, '{}'), coalesce(d.event_ids, '{}'),
-       coalesce(d.actions, '{}'), coalesce(d.reasons, '{}'), coalesce(d.ranks, '{}'),
-       coalesce(d.scores, '{}'), coalesce(d.similarities, '{}'), coalesce(d.text_ranks, '{}'),
-       coalesce(d.recencies, '{}'), coalesce(d.tokens, '{}'), coalesce(d.unconfirmed, '{}'),
-       coalesce(d.vector_ranks, '{}'), coalesce(d.text_arm_ranks, '{}'),
-       coalesce(d.expanded_from, '{}')
+       %(ordinals)s::integer[], %(fact_ids)s::uuid[], %(event_ids)s::uuid[],
+       ARRAY(SELECT array_position(haki_trace_actions(), code)::smallint
+             FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+       ARRAY(SELECT array_position(haki_trace_reasons(), code)::smallint
+             FROM unnest(%(reasons)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+       %(ranks)s::integer[], %(scores)s::real[], %(similarities)s::real[],
+       %(text_ranks)s::real[], %(recencies)s::real[], %(tokens)s::integer[],
+       %(unconfirmed)s::boolean[], %(vector_ranks)s::integer[], %(text_arm_ranks)s::integer[],
+       %(expanded_from)s::uuid[]
 FROM call
-CROSS JOIN (
-    SELECT array_agg(r.ordinal ORDER BY r.ordinal) AS ordinals,
-           array_agg(r.fact_id ORDER BY r.ordinal) AS fact_ids,
-           array_agg(r.event_id ORDER BY r.ordinal) AS event_ids,
-           array_agg(array_position(haki_trace_actions(), r.action)::smallint
-                     ORDER BY r.ordinal) AS actions,
-           array_agg(array_position(haki_trace_reasons(), r.reason_code)::smallint
-                     ORDER BY r.ordinal) AS reasons,
-           array_agg(r.rank ORDER BY r.ordinal) AS ranks,
-           array_agg(r.score ORDER BY r.ordinal) AS scores,
-           array_agg(r.similarity ORDER BY r.ordinal) AS similarities,
-           array_agg(r.text_rank ORDER BY r.ordinal) AS text_ranks,
-           array_agg(r.recency ORDER BY r.ordinal) AS recencies,
-           array_agg(r.tokens ORDER BY r.ordinal) AS tokens,
-           array_agg(r.unconfirmed ORDER BY r.ordinal) AS unconfirmed,
-           array_agg(r.vector_rank ORDER BY r.ordinal) AS vector_ranks,
-           array_agg(r.text_arm_rank ORDER BY r.ordinal) AS text_arm_ranks,
-           array_agg(r.expanded_from ORDER BY r.ordinal) AS expanded_from
-    FROM jsonb_to_recordset(%(decisions)s) AS r(
-        ordinal int, fact_id uuid, event_id uuid, action text, reason_code text, rank int,
-        score real, similarity real, text_rank real, recency real, tokens int,
-        unconfirmed bool, vector_rank int, text_arm_rank int, expanded_from uuid)
-) AS d
 """
 
 #: How far from the time encoded in a UUIDv7 trace id its call's ``created_at`` may lie: the
@@ -171,8 +155,6 @@ def write_trace(
     decisions: list[TraceDecision], *, timings_ms: dict[str, float],
 ) -> None:
     packet = response.packet
-    decision_rows = [{name: getattr(d, name) for name in TraceDecision.__slots__}
-                     for d in decisions]
     conn.execute(INSERT_CALL_AND_TRACE, {
         "trace_id": response.trace_id,
         "project_id": request.project_id,
@@ -190,13 +172,46 @@ def write_trace(
         "embed_ms": timings_ms["embed"],
         "retrieval_ms": timings_ms["retrieval"],
         "latency_ms": timings_ms["total"],
-        "decisions": Jsonb(decision_rows, dumps=_dumps),
+        **trace_arrays(decisions),
     })
 
 
-def _dumps(value: object) -> str:
-    """JSON with UUIDs as strings (the decision rows' ids)."""
-    return json.dumps(value, default=str)
+#: The trace row's array columns: the decision field each holds and the element's type.
+_TRACE_ARRAYS = (
+    ("ordinals", "ordinal", int), ("fact_ids", "fact_id", UUID),
+    ("event_ids", "event_id", UUID), ("actions", "action", str),
+    ("reasons", "reason_code", str), ("ranks", "rank", int), ("scores", "score", float),
+    ("similarities", "similarity", float), ("text_ranks", "text_rank", float),
+    ("recencies", "recency", float), ("tokens", "tokens", int),
+    ("unconfirmed", "unconfirmed", bool), ("vector_ranks", "vector_rank", int),
+    ("text_arm_ranks", "text_arm_rank", int), ("expanded_from", "expanded_from", UUID),
+)
+
+#: A code as an array element: lower-case letters and underscores only (no quoting needed).
+_CODE = re.compile(r"[a-z_]+")
+_FIELDS = attrgetter(*(field for _, field, _ in _TRACE_ARRAYS))
+
+
+def trace_arrays(decisions: Sequence[TraceDecision]) -> dict[str, str]:
+    """The trace row's array columns as PostgreSQL array literals, one per column."""
+    columns = list(zip(*map(_FIELDS, decisions), strict=True)) or [()] * len(_TRACE_ARRAYS)
+    return {column: array_literal(values, kind)
+            for (column, _, kind), values in zip(_TRACE_ARRAYS, columns, strict=True)}
+
+
+def array_literal(values: Sequence[object], kind: type) -> str:
+    """A PostgreSQL array literal of ``values``, each None or of type ``kind`` (int, float,
+    bool, UUID, or str for a code), written bare: ``str`` of a number, a UUID or a bool
+    needs no quoting in an array literal, ``None`` becomes NULL. A value of another type, or
+    a code of another shape, raises :class:`TypeError` rather than being written (the literal
+    is a bound parameter, so a bad element could only misalign the arrays, never reach the
+    SQL)."""
+    if not set(map(type, values)) <= {kind, type(None)}:
+        raise TypeError(f"trace array elements must be {kind.__name__} or None")
+    if kind is str and not all(v is None or _CODE.fullmatch(v) for v in values):
+        raise TypeError("a trace code must be lower-case letters and underscores")
+    # "None" occurs in no str() of a number, UUID, bool or code, so replacing it is exact.
+    return "{" + ",".join(map(str, values)).replace("None", "NULL") + "}"
 
 
 def load_trace(
