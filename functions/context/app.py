@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from haki.assembler import RetrievalConfig, assemble, embed_query
+from haki.assembler import RetrievalConfig, assemble, embed_in_background
 from haki.db import Role
 from haki.embedding import Embedder, get_embedder
 from haki.errors import BudgetExceeded
@@ -40,7 +40,8 @@ def post_context(request: ContextRequest) -> ContextResponse:
     project_id = key_scope(app, request.project_id)
     log_scope(project_id, request.subject_id)
     hits_before = embedder().cache_stats().hits
-    query = embed_query(embedder(), request.query)
+    # Embedded while the assembler's first round trip (BEGIN, scope, text arm) is in flight.
+    query = embed_in_background(embedder(), request.query)
     assembly = assemble(
         request.model_copy(update={"project_id": project_id}), query, db=db, config=config)
     logger.append_keys(trace_id=str(assembly.response.trace_id))

@@ -706,6 +706,9 @@ def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database, ranking
         seed.event("conversation.message", {"text": f"Bernard called {i}"}, close(10 + i))
     with app_db.count_protocol() as counts:
         ask("who is the manager", Q, config=PRESETS[ranking])  # type: ignore[index]
-    # fused: scope, planner settings, candidates, neighbours, trace; seed: scope, planner,
-    # facts, episodes, multi-hop, trace.
-    assert counts.statements == {"fused": 5, "seed": 6}[ranking]
+    # fused: scope, planner settings, text arm, vector arm, neighbours, trace; seed: scope,
+    # planner, facts, episodes, multi-hop, trace.
+    assert counts.statements == 6
+    # fused: the arms (BEGIN, the scope and the text arm sent before the vector is awaited),
+    # the neighbours, the trace with COMMIT; seed: facts and episodes, multi-hop, the trace.
+    assert counts.round_trips == 3

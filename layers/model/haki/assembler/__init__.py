@@ -2,8 +2,17 @@
 full-text arms, a ranking preset (``fused`` by default, ``seed`` for comparison), budget
 packing, expansion, and a persisted decision trace."""
 
-from haki.assembler.assemble import Assembly, QueryVector, assemble, embed_query
+from haki.assembler.assemble import (
+    Assembly,
+    QuerySource,
+    QueryVector,
+    assemble,
+    compute_in_background,
+    embed_in_background,
+    embed_query,
+)
 from haki.assembler.config import DEFAULT_CONFIG, PRESETS, SEED_CONFIG, RetrievalConfig
 
-__all__ = ["DEFAULT_CONFIG", "PRESETS", "SEED_CONFIG", "Assembly", "QueryVector",
-           "RetrievalConfig", "assemble", "embed_query"]
+__all__ = ["DEFAULT_CONFIG", "PRESETS", "SEED_CONFIG", "Assembly", "QuerySource",
+           "QueryVector", "RetrievalConfig", "assemble", "compute_in_background",
+           "embed_in_background", "embed_query"]

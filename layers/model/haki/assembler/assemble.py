@@ -1,6 +1,8 @@
 """``assemble``: one context call, from the query vector to the packet and its persisted trace."""
 
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,7 @@ from haki.assembler.retrieval import (
     retrieve_fused,
     retrieve_multi_hop,
     retrieve_neighbours,
+    send_text_arm,
 )
 from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database
@@ -26,17 +29,49 @@ from haki.models import ContextRequest, ContextResponse
 
 @dataclass(frozen=True)
 class QueryVector:
-    """The query's embedding, and what computing it cost (recorded in the call row)."""
+    """The query's embedding, what computing it cost (recorded in the call row) and when it
+    started (``time.perf_counter``; None: before the call, so not part of its latency)."""
 
     vector: np.ndarray
     embed_ms: float = 0.0
+    started: float | None = None
+
+
+#: The query vector, computed or still being computed (:func:`embed_in_background`).
+QuerySource = QueryVector | Future[QueryVector]
 
 
 def embed_query(embedder: Embedder, text: str) -> QueryVector:
     """Embed a question, timed."""
+    return _timed(lambda: embedder.embed_query(text))
+
+
+def _timed(embed: Callable[[], np.ndarray]) -> QueryVector:
     started = time.perf_counter()
-    vector = embedder.embed_query(text)
-    return QueryVector(vector, _ms(started, time.perf_counter()))
+    vector = embed()
+    return QueryVector(vector, _ms(started, time.perf_counter()), started)
+
+
+#: Threads that embed questions while the assembler's first round trip is in flight. The
+#: model runs in onnxruntime with the GIL released, so embedding and the database overlap.
+#: A few, not one: the local server serves requests from several threads at once.
+_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="haki-embed")
+
+
+def embed_in_background(embedder: Embedder, text: str) -> Future[QueryVector]:
+    """Start embedding a question; :func:`assemble` takes the future and sends what needs
+    no vector (BEGIN, the scope, the planner settings, the text arm) before it waits."""
+    return compute_in_background(lambda: embedder.embed_query(text))
+
+
+def compute_in_background(embed: Callable[[], np.ndarray]) -> Future[QueryVector]:
+    """:func:`embed_in_background` for any function returning the query vector (the
+    benchmarks embed the real question and search with the synthetic vector of their data)."""
+    return _EMBEDDING.submit(_timed, embed)
+
+
+def _resolved(query: QuerySource) -> QueryVector:
+    return query.result() if isinstance(query, Future) else query
 
 
 @dataclass(frozen=True)
@@ -54,13 +89,18 @@ class Assembly:
 
 
 def assemble(
-    request: ContextRequest, query: QueryVector, *, db: Database, config: RetrievalConfig
+    request: ContextRequest, query: QuerySource, *, db: Database, config: RetrievalConfig
 ) -> Assembly:
     """Answer one context request (docs/spec.md §4) and persist its trace in the same
     transaction. Every knob — the ranking preset, weights, arms, the recall floor, volatility
-    horizons, the candidate strategy — comes from ``config``."""
+    horizons, the candidate strategy — comes from ``config``.
+
+    ``query`` may still be computing (a future, :func:`embed_in_background`): the fused
+    ranking queues BEGIN, the scope, the planner settings and the text arm first and waits
+    for the vector only then, so the server's first work and the embedding overlap. The
+    timings say what the call waited for the vector (``embed_wait``)."""
     started = time.perf_counter()
-    params = query_parameters(request, query.vector, config)
+    params = query_parameters(request, None, config)
     packer = Packer(
         budget=request.budget_tokens,
         max_distance=config.recall_max_distance,
@@ -69,8 +109,13 @@ def assemble(
     )
     trace_id = new_trace_id()
     with db.transaction(request.project_id, pipeline=True) as conn:
-        if config.ranking == "fused":
-            _pack_fused(conn, params, packer, config)
+        text_arm = send_text_arm(conn, params) if config.ranking == "fused" else None
+        waiting = time.perf_counter()
+        vector = _resolved(query)
+        waited = time.perf_counter()
+        params["query_vector"] = vector.vector
+        if text_arm is not None:
+            _pack_fused(conn, params, packer, config, text_arm)
         else:
             _pack_seed(conn, params, packer, config, request.query)
         retrieved_at = time.perf_counter()
@@ -80,15 +125,19 @@ def assemble(
             token_count=packer.tokens_used,
             trace_id=trace_id,
         )
+        first = started if vector.started is None else min(started, vector.started)
+        # Without overlap (a vector computed before the call), its cost is added.
+        before = vector.embed_ms if vector.started is None else 0.0
         timings = {
-            "embed": query.embed_ms,
+            "embed": vector.embed_ms,
+            "embed_wait": _ms(waiting, waited),
             "retrieval": _ms(started, retrieved_at),
-            "total": query.embed_ms + _ms(started, retrieved_at),
+            "total": round(before + _ms(first, retrieved_at), 3),
         }
         write_trace(conn, request, response, packer.decisions, timings_ms=timings)
     finished = time.perf_counter()
     timings["trace"] = _ms(retrieved_at, finished)
-    timings["total"] = round(query.embed_ms + _ms(started, finished), 3)
+    timings["total"] = round(before + _ms(first, finished), 3)
     return Assembly(
         response=response,
         candidates=len(packer.decisions),
@@ -99,10 +148,10 @@ def assemble(
 
 
 def _pack_fused(conn: psycopg.Connection, params: dict[str, Any], packer: Packer,
-                config: RetrievalConfig) -> None:
+                config: RetrievalConfig, text_arm: psycopg.Cursor) -> None:
     """One list of facts and episodes: both arms, the fusion, the neighbours of the best
     episodes, then one greedy pass under the budget."""
-    ranked = fuse(retrieve_fused(conn, params), config)
+    ranked = fuse(retrieve_fused(conn, params, text_arm), config)
     sources = neighbour_sources(ranked, config) if config.use_neighbours else []
     if sources:
         links = retrieve_neighbours(conn, params, source_ids=sources,

@@ -1,7 +1,7 @@
 """Runs the assembler's SQL and turns rows into candidates. All I/O of the assembler is here
 and in ``trace.py``."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
@@ -32,7 +32,7 @@ def _stopword_list(stopwords: frozenset[str]) -> list[str]:
 
 
 def query_parameters(
-    request: ContextRequest, query_vector: np.ndarray, config: RetrievalConfig
+    request: ContextRequest, query_vector: np.ndarray | None, config: RetrievalConfig
 ) -> dict[str, Any]:
     """The named parameters shared by the assembler's statements."""
     return {
@@ -100,18 +100,53 @@ def retrieve_multi_hop(
     return list(unique.values())
 
 
-def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any]) -> list[ArmHit]:
-    """Fused: every row either arm returned, facts and events, with its arm ranks, in one
-    round trip with the planner settings, BEGIN and the scope (``conn`` is in a pipelined
-    transaction)."""
+def send_text_arm(conn: psycopg.Connection, params: dict[str, Any]) -> psycopg.Cursor:
+    """Fused, first part: queue the planner settings and the text arm, which need no query
+    vector, so that the server runs them (after BEGIN and the scope, in the same pipeline)
+    while the question is still being embedded. Read the cursor with :func:`retrieve_fused`."""
     conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
-    rows = conn.cursor(row_factory=dict_row).execute(sql.FUSED_CANDIDATES, params)
-    hits = []
-    for row in rows.fetchall():
-        item = (FactCandidate.from_row(row) if row["item"] == "fact"
-                else EpisodeCandidate.from_row(row))
-        hits.append(ArmHit(item, row["vector_rank"], row["text_arm_rank"]))
-    return hits
+    # Binary rows: the text arm's rows bring their embedding, decoded straight into numpy.
+    return conn.cursor(row_factory=dict_row, binary=True).execute(
+        sql.TEXT_ARM_CANDIDATES, params)
+
+
+def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
+                   text_arm: psycopg.Cursor) -> list[ArmHit]:
+    """Fused, second part: the vector arm (``params`` now holds the query vector), then every
+    row either arm returned, facts and events, once, with its arm ranks. A text-arm row the
+    vector arm did not return gets its distance here, from its stored embedding (cosine
+    distance in float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
+    vector_rows = conn.cursor(row_factory=dict_row, binary=True).execute(
+        sql.VECTOR_ARM_CANDIDATES, params).fetchall()
+    hits = {(row["item"], row["id"]): ArmHit(_candidate(row), row["vector_rank"], None)
+            for row in vector_rows}
+    query = np.asarray(params["query_vector"], dtype=np.float64)
+    for row in text_arm.fetchall():
+        key = (row["item"], row["id"])
+        found = hits.get(key)
+        if found is None:
+            row["distance"] = cosine_distance(query, row["embedding"].to_numpy())
+            hits[key] = ArmHit(_candidate(row), None, row["text_arm_rank"])
+        else:
+            item = found.item
+            if isinstance(item, FactCandidate):
+                item = replace(item, text_rank=row["text_rank"])
+            hits[key] = ArmHit(item, found.vector_rank, row["text_arm_rank"])
+    return list(hits.values())
+
+
+def _candidate(row: dict[str, Any]) -> FactCandidate | EpisodeCandidate:
+    return (FactCandidate.from_row(row) if row["item"] == "fact"
+            else EpisodeCandidate.from_row(row))
+
+
+def cosine_distance(query: np.ndarray, embedding: np.ndarray) -> float:
+    """``1 - cos(query, embedding)``, as pgvector's ``<=>`` (float64 here)."""
+    stored = np.asarray(embedding, dtype=np.float64)
+    norms = float(np.sqrt(np.dot(query, query) * np.dot(stored, stored)))
+    if norms == 0.0:
+        return float("nan")  # pgvector's answer for a zero vector
+    return 1.0 - max(-1.0, min(1.0, float(np.dot(query, stored)) / norms))
 
 
 def retrieve_neighbours(

@@ -263,20 +263,10 @@ def excerpt_payload(alias: str) -> str:
          ELSE {alias}.payload END"""
 
 
-#: Both arms over facts and events, in one statement; the fusion is ``fusion.py``'s.
-#: - terms: the question's lexemes as the 'simple' parser reads them (any user text is
-#:   accepted), stop words dropped, the longest ``max_terms`` kept;
-#: - vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE) and as many events
-#:   of the scope, each by its HNSW index (or an exact scan of a small scope), merged by
-#:   distance and ranked; the best ``vector_top_k`` of the merge stay;
-#: - text arm: ``haki_idf_search`` (0015), the BM25 idf of the query terms a row holds, over
-#:   the scope's active facts and events pooled, statistics kept on write, the best
-#:   ``text_top_k`` ranked;
-#: - each row of either arm once, with its ranks (NULL: that arm did not return it), its
-#:   distance (the recall floor gates text-arm rows too) and the columns its kind needs.
-#: An ablation sets an arm's switch to false, which the planner folds into a one-time filter.
-FUSED_CANDIDATES = f"""
-WITH terms AS (
+#: The question's lexemes as the 'simple' parser reads them (any user text is accepted), stop
+#: words dropped, the longest ``max_terms`` kept.
+TERMS_CTE = """
+terms AS (
     SELECT array_agg(term) AS terms
     FROM (
         SELECT term
@@ -285,8 +275,51 @@ WITH terms AS (
         ORDER BY char_length(term) DESC, term
         LIMIT %(max_terms)s
     ) AS kept
-),
-nearest_facts AS MATERIALIZED (
+)
+"""
+
+
+def _arm_rows(ranks: str, distance: str) -> str:
+    """The tail of an arm's statement: each row of CTE ``arm`` (``item``, ``id`` and the
+    columns ``ranks`` names) with the columns its kind needs and ``distance``."""
+    return f"""
+SELECT a.item, a.id, {ranks}, {distance},
+       {FACT_COLUMNS},
+       e.kind, {excerpt_payload("e")} AS payload, e.occurred_at
+FROM arm AS a
+LEFT JOIN facts AS f ON a.item = 'fact' AND f.id = a.id
+LEFT JOIN events AS e ON a.item = 'event' AND e.id = a.id
+"""
+
+
+#: The fused ranking's two arms over facts and events, one statement each; the fusion is
+#: ``fusion.py``'s, which joins their rows by (item, id).
+#: Text arm: ``haki_idf_search`` (0015), the BM25 idf of the query terms a row holds, over
+#: the scope's active facts and events pooled, statistics kept on write, the best
+#: ``text_top_k`` ranked. It needs no query vector, so the assembler sends it, pipelined with
+#: BEGIN, the scope and the planner settings, while the question is still being embedded; each
+#: row brings its stored embedding instead of a distance (the recall floor gates text-arm rows
+#: too), which the assembler compares with the query vector once it has it.
+TEXT_ARM_CANDIDATES = f"""
+WITH {TERMS_CTE},
+arm AS MATERIALIZED (
+    SELECT hit.item, hit.id, hit.score AS text_rank,
+           row_number() OVER (ORDER BY hit.score DESC, hit.id) AS text_arm_rank
+    FROM terms
+    CROSS JOIN LATERAL haki_idf_search(
+        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_candidates)s, %(text_top_k)s)
+        AS hit
+    WHERE %(use_text_arm)s
+)
+{_arm_rows("a.text_arm_rank, a.text_rank",
+           "CASE a.item WHEN 'fact' THEN f.embedding ELSE e.embedding END AS embedding")}"""
+
+#: Vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE) and as many events of
+#: the scope, each by its HNSW index (or an exact scan of a small scope), merged by distance
+#: and ranked; the best ``vector_top_k`` of the merge stay.
+#: An ablation sets an arm's switch to false, which the planner folds into a one-time filter.
+VECTOR_ARM_CANDIDATES = f"""
+WITH nearest_facts AS MATERIALIZED (
     SELECT 'fact'::text AS item, f.id, f.embedding <=> %(query_vector)s AS distance
     FROM facts AS f
     WHERE %(use_vector_arm)s AND {FACT_SCOPE}
@@ -301,35 +334,13 @@ nearest_events AS MATERIALIZED (
     ORDER BY e.embedding <=> %(query_vector)s
     LIMIT %(vector_top_k)s
 ),
-vector_arm AS (
-    SELECT item, id, row_number() OVER (ORDER BY distance, id) AS vector_rank
+arm AS MATERIALIZED (
+    SELECT item, id, distance, row_number() OVER (ORDER BY distance, id) AS vector_rank
     FROM (SELECT * FROM nearest_facts UNION ALL SELECT * FROM nearest_events) AS nearest
     ORDER BY distance, id
     LIMIT %(vector_top_k)s
-),
-text_arm AS (
-    SELECT hit.item, hit.id, hit.score AS text_score,
-           row_number() OVER (ORDER BY hit.score DESC, hit.id) AS text_arm_rank
-    FROM terms
-    CROSS JOIN LATERAL haki_idf_search(
-        %(subject_id)s, terms.terms, %(use_episodes)s, %(text_candidates)s, %(text_top_k)s)
-        AS hit
-    WHERE %(use_text_arm)s
-),
-arms AS MATERIALIZED (
-    SELECT item, id, v.vector_rank, t.text_arm_rank, t.text_score
-    FROM vector_arm AS v
-    FULL JOIN text_arm AS t USING (item, id)
 )
-SELECT a.item, a.id, a.vector_rank, a.text_arm_rank, a.text_score AS text_rank,
-       (CASE a.item WHEN 'fact' THEN f.embedding ELSE e.embedding END
-        <=> %(query_vector)s)::float8 AS distance,
-       {FACT_COLUMNS},
-       e.kind, {excerpt_payload("e")} AS payload, e.occurred_at
-FROM arms AS a
-LEFT JOIN facts AS f ON a.item = 'fact' AND f.id = a.id
-LEFT JOIN events AS e ON a.item = 'event' AND e.id = a.id
-"""
+{_arm_rows("a.vector_rank", "a.distance::float8 AS distance")}"""
 
 #: The ``neighbour_span`` events before and after each source episode (same scope, in
 #: ``occurred_at`` order, ties by id; ``events_scope_idx``), with their offset in turns
