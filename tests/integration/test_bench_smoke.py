@@ -52,6 +52,10 @@ def test_every_probe_measured_something(results: dict) -> None:
         assert s["per_call"]["statements_mean"] >= 5
         assert s["per_call"]["transaction_control_mean"] == 2
         assert s["per_call"]["round_trips_mean"] >= 2
+        # The edge's key lookup: one round trip for a key new to the process, none cached.
+        pc = s["per_call"]
+        assert pc["request_round_trips_warm_mean"] == pc["round_trips_mean"] <= 3
+        assert pc["request_round_trips_cold_mean"] == pc["round_trips_mean"] + 1
         # One decision row per candidate, written with the call.
         assert s["per_call"]["trace_rows_mean"] == s["per_call"]["candidates_mean"] > 0
         # Tiny scopes are scanned exactly: the vector arm returns the true top-k.

@@ -15,7 +15,10 @@ is made only when the caller asks for the project to be created.
 import hashlib
 import re
 import secrets
-from collections.abc import Iterable
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -94,20 +97,72 @@ def looks_like_key(key: str) -> bool:
     return bool(_KEY_SHAPE.match(key))
 
 
-def authenticate(db: Database, key: str | None) -> KeyIdentity:
+class IdentityCache:
+    """Identities of keys recently authenticated by this process (a warm container), for at
+    most ``ttl_s`` seconds each, ``max_entries`` at most (least recently used dropped first).
+
+    Why it is safe: a key's identity (its id, org and project) never changes, only whether it
+    is revoked — and that is checked again by every tenant transaction, in its first round
+    trip (the scope statement resolves the key through ``haki_tenant()``, migration 0013; a
+    revoked key is refused with 401 there, and row-level security shows it nothing). A hit
+    therefore only saves the separate lookup round trip before routing. What a cached
+    revoked key may still learn within ``ttl_s``: whether its request body was valid (422 is
+    decided before the first transaction). Unknown or revoked keys are never cached.
+    """
+
+    def __init__(self, ttl_s: float, max_entries: int = 1024,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl_s = ttl_s
+        self._max_entries = max_entries
+        self._clock = clock
+        self._entries: OrderedDict[str, tuple[float, KeyIdentity]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key_hash: str) -> KeyIdentity | None:
+        with self._lock:
+            entry = self._entries.get(key_hash)
+            if entry is None:
+                return None
+            if self._clock() >= entry[0]:
+                del self._entries[key_hash]
+                return None
+            self._entries.move_to_end(key_hash)
+            return entry[1]
+
+    def put(self, identity: KeyIdentity) -> None:
+        if self._ttl_s <= 0 or self._max_entries <= 0:
+            return
+        with self._lock:
+            self._entries[identity.key_hash] = (self._clock() + self._ttl_s, identity)
+            self._entries.move_to_end(identity.key_hash)
+            while len(self._entries) > self._max_entries:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def authenticate(db: Database, key: str | None,
+                 cache: IdentityCache | None = None) -> KeyIdentity:
     """The identity of a live key; :class:`Unauthorized` for a missing, malformed, unknown or
-    revoked one (the same answer for all four)."""
+    revoked one (the same answer for all four). With a ``cache``, a key authenticated within
+    its TTL is answered without a round trip (see :class:`IdentityCache` for why that holds)."""
     if not key or not looks_like_key(key):
         raise Unauthorized(_UNAUTHORIZED)
     key_hash = hash_key(key)
+    if cache is not None and (known := cache.get(key_hash)) is not None:
+        return known
     # One statement, no transaction around it: one round trip.
     row = db.fetch_one("SELECT key_id, org_id, project_id FROM haki_authenticate(%s)",
                        (key_hash,))
     if row is None:
         raise Unauthorized(_UNAUTHORIZED)
     key_id, org_id, project_id = row
-    return KeyIdentity(key_id=key_id, org_id=str(org_id), project_id=str(project_id),
-                       key_hash=key_hash)  # type: ignore[arg-type]
+    identity = KeyIdentity(key_id=key_id, org_id=str(org_id), project_id=str(project_id),  # type: ignore[arg-type]
+                           key_hash=key_hash)
+    if cache is not None:
+        cache.put(identity)
+    return identity
 
 
 _COLUMNS = "id, prefix, org_id, project_id, label, created_at, revoked_at"

@@ -65,6 +65,10 @@ class Settings(BaseModel):
     #: it the call fails fast with 503 ``service_unavailable`` instead of holding a
     #: connection until the function times out. 0 keeps the server's setting.
     statement_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
+    #: ``HAKI_AUTH_CACHE_SECONDS``: a warm process remembers a key it authenticated for this
+    #: long and skips the lookup's round trip (haki.keys.IdentityCache: revocation still
+    #: takes effect on the next transaction, which checks the key itself). 0 turns it off.
+    auth_cache_seconds: float = Field(default=60.0, ge=0.0, le=3600.0)
     #: ``HAKI_TRACE_RETENTION_DAYS``: context calls and their traces are kept this many days
     #: (whole day partitions dropped by the scheduled job, haki/stats/partitions.py); inspect
     #: of an older trace is 404 ``trace_not_found``; the stats rollups are kept.

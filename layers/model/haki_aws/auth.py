@@ -4,16 +4,22 @@ Every request presents ``Authorization: Bearer hk_...``. The key is resolved bef
 (so an unauthenticated caller learns nothing, not even whether its body is valid); the
 identity rides in the resolver context, and each route checks that the project it names is
 the key's. The tenant scope handed to the core is always the key's project.
+
+A warm container remembers the keys it authenticated for ``HAKI_AUTH_CACHE_SECONDS``
+(:class:`haki.keys.IdentityCache`), so a repeat caller's request costs no lookup round trip:
+its key is checked again, in the first round trip of every transaction it opens.
 """
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
 from haki.db import Database
 from haki.errors import ForbiddenScope
-from haki.keys import KeyIdentity, authenticate
+from haki.keys import IdentityCache, KeyIdentity, authenticate
+from haki.settings import get_settings
 
 IDENTITY = "identity"
 _FORBIDDEN = "this API key is not valid for the requested project"
@@ -30,8 +36,14 @@ def bearer_token(headers: Mapping[str, str] | None) -> str | None:
     return None
 
 
+@cache
+def identity_cache() -> IdentityCache:
+    """This process's cache of authenticated keys (one per container)."""
+    return IdentityCache(get_settings().auth_cache_seconds)
+
+
 def authenticate_event(db: Database, event: Mapping[str, Any]) -> KeyIdentity:
-    return authenticate(db, bearer_token(event.get("headers")))
+    return authenticate(db, bearer_token(event.get("headers")), identity_cache())
 
 
 def key_scope(app: APIGatewayRestResolver, project_id: str) -> str:
