@@ -6,7 +6,10 @@
 Starts ``haki serve`` (demo data, one worker per core) on a scratch data folder under
 ``build/``, or uses ``--url`` / ``--key`` of a running one — loopback only: this is a tool for
 one's own machine, not for someone else's server. Each client keeps one HTTP connection and
-sends the demo questions in turn as fast as answers come back. Prints, and writes to
+sends the demo questions in turn as fast as answers come back; the server it starts runs with
+its query-embedding cache off (``HAKI_EMBED_QUERY_CACHE_SIZE=0``), so every call embeds its
+question, as a question never asked before would (``--query-cache`` keeps the cache: the six
+questions then hit it after their first round). Prints, and writes to
 ``benchmarks/results/load.json``: calls, errors (any status but 200, or a transport error),
 calls/s, p50 / p95 / p99 latency as the client sees it, for 1 client and for N.
 """
@@ -100,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", help="a running local API (default: start one)")
     parser.add_argument("--key", help="its API key (with --url)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--query-cache", action="store_true",
+                        help="keep the server's query-embedding cache on (figures then "
+                             "include cache hits)")
     args = parser.parse_args(argv)
     if args.url and not args.key:
         parser.error("--url needs --key")
@@ -115,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         build = SOURCE_ROOT / "build"
         build.mkdir(exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="load-", dir=build))
-        api = launch.start(scratch)
+        api = launch.start(scratch, settings=None if args.query_cache
+                           else {"HAKI_EMBED_QUERY_CACHE_SIZE": "0"})
         url, key = api.url, api.key
     try:
         workers = next((line for line in api.lines if line.startswith("workers:")),
@@ -127,7 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             launch.stop(api)
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    report = {"url": url, "server": workers, "runs": runs,
+    report = {"url": url, "server": workers,
+              "query_cache": ("the external server's setting" if args.url
+                              else "on" if args.query_cache else "off (cold cache)"),
+              "runs": runs,
               "scaling": round(runs[1]["calls_per_s"] / runs[0]["calls_per_s"], 2)
               if runs[0]["calls_per_s"] else None}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -32,11 +32,14 @@ def local_env(data_dir: Path) -> dict[str, str]:
     return {**env, "HAKI_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
 
 
-def start(data_dir: Path, *serve_args: str, timeout_s: float = STARTUP_TIMEOUT_S) -> LocalApi:
-    """``haki serve --port 0 [serve_args]`` over ``data_dir``, once its banner is printed."""
+def start(data_dir: Path, *serve_args: str, timeout_s: float = STARTUP_TIMEOUT_S,
+          settings: dict[str, str] | None = None) -> LocalApi:
+    """``haki serve --port 0 [serve_args]`` over ``data_dir``, once its banner is printed;
+    ``settings``: ``HAKI_*`` variables to run it with."""
     process = subprocess.Popen(
         [sys.executable, "-m", "haki_local.cli", "serve", "--port", "0", *serve_args],
-        env=local_env(data_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        env={**local_env(data_dir), **(settings or {})}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
     api = LocalApi(process)
     lines: queue.Queue[str] = queue.Queue()
 
