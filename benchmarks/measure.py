@@ -5,6 +5,7 @@ Every loop runs the same :class:`~benchmarks.synthetic.BenchQuery` list in-proce
 runtime role (row-level security on, as in production).
 """
 
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -200,6 +201,30 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
     finally:
         db.close()
     return samples
+
+
+#: A vector literal in a plan: 384 numbers that say nothing to the reader.
+_VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'::vector")
+
+
+def explain(ctx: Context, q: BenchQuery) -> dict[str, list[str]]:
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the fused ranking's two statements for ``q``, after
+    the planner settings, inside its scoped transaction (the vector literals elided): where
+    a call's server time goes, per node, in the benchmark's output."""
+    params = query_parameters(_request(q), q.vector, ctx.config)
+    plans: dict[str, list[str]] = {}
+    db = Database(ctx.app_url)
+    try:
+        for name, statement in (("text_arm", assembler_sql.TEXT_ARM_CANDIDATES),
+                                ("vector_arm", assembler_sql.VECTOR_ARM_CANDIDATES)):
+            with ctx.tenant(q), db.transaction(q.project_id) as conn:
+                conn.execute(assembler_sql.FUSED_PLANNER_SETTINGS, params)
+                rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement,
+                                    params).fetchall()
+            plans[name] = [_VECTOR_LITERAL.sub("'[…]'::vector", str(r[0])) for r in rows]
+    finally:
+        db.close()
+    return plans
 
 
 @dataclass(frozen=True)

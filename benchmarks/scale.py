@@ -78,6 +78,10 @@ def run_scenario(
     recall = measure.vector_recall(ctx, queries[:scenario.recall_queries])
     traced = measure.trace_rows(owner_url, [c.trace_id for c in ours])
     wire = measure.protocol(ctx, queries[:PROTOCOL_CALLS])
+    # The plans of the call whose end-to-end time is the median one (after the timed loops:
+    # EXPLAIN ANALYZE runs the statements, and its timing overhead stays out of them).
+    median_call = sorted(range(len(ours)), key=lambda i: ours[i].e2e_ms)[len(ours) // 2]
+    plans = measure.explain(ctx, queries[median_call]) if ctx.config.ranking == "fused" else {}
     log.info("%s: %d clients", scenario.name, plan.clients)
     concurrent = measure.throughput(ctx, queries[:plan.throughput_calls], plan.clients)
 
@@ -140,6 +144,7 @@ def run_scenario(
             "one_client_calls_per_s": round(1000.0 * len(ours) / sum(c.e2e_ms for c in ours), 2),
             "concurrent": concurrent,
         },
+        "plans_of_the_median_call": plans,
         "samples_ms": {
             "ours_e2e": [round(c.e2e_ms, 3) for c in ours],
             "naive_e2e": [round(c.e2e_ms, 3) for c in naive],

@@ -1,8 +1,12 @@
 """Statements and round trips as the wire sees them, for benchmarks and tests.
 
 libpq's protocol trace (``PQtrace``) logs every message the client sends (``F``) and receives
-(``B``). A **round trip** is one turn of the conversation: a run of client messages followed by
-the server's answer, i.e. one time the client waits for the network. A **statement** is one
+(``B``). A **round trip** is one time the client asks for the server's answers and waits for
+them: a ``Sync`` or ``Flush`` message (psycopg sends one, or ``Sync`` then ``Flush``, each time
+it fetches results), or a simple-protocol ``Query``. Counting the turns where received
+messages follow sent ones instead over-counts a pipeline: a server that flushes a large result
+early (its output buffer is 8 kB) lands between two statements the client is still sending,
+which no one waits for. A **statement** is one
 ``Execute`` (extended protocol, what psycopg sends) or ``Query`` (simple protocol) message;
 transaction control (BEGIN, COMMIT, ROLLBACK) is counted apart. Nothing is hand-kept: the
 counts are what went over the connection, pipelining included.
@@ -32,7 +36,7 @@ class ProtocolCounts:
     round_trips: int = 0
 
     def add_trace(self, text: str) -> None:
-        sender = ""
+        asked = False  # the last client message asked for answers (Sync / Flush)
         control = False  # the statement being sent is BEGIN / COMMIT / ROLLBACK
         for line in text.splitlines():
             match = _MESSAGE.match(line)
@@ -46,9 +50,11 @@ class ProtocolCounts:
                     self.transaction_control += 1
                 else:
                     self.statements += 1
-            if direction == "B" and sender == "F":
+            if direction != "F":
+                continue
+            if message == "Query" or (message in ("Sync", "Flush") and not asked):
                 self.round_trips += 1
-            sender = direction
+            asked = message in ("Sync", "Flush")
 
 
 @contextmanager
