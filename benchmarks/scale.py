@@ -44,7 +44,7 @@ PROTOCOL_CALLS = 10
 def run_scenario(
     scenario: Scenario, plan: Plan, *, superuser_url: str, settings: Settings,
     config: RetrievalConfig, embedder: Embedder | None, reuse: bool, now: datetime,
-    progress: bool = True,
+    progress: bool = True, overlap: bool = True,
 ) -> dict[str, Any]:
     """Load (or reuse) the scenario's data set and measure everything on it."""
     load = ensure_dataset(superuser_url, scenario.dataset, reuse=reuse, now=now,
@@ -64,7 +64,7 @@ def run_scenario(
     ctx = measure.Context(embedded_role_url(superuser_url, Role.APP, load.database),
                           RetrievalConfig.from_settings(settings, config), embedder,
                           {project: hash_key(key) for project, key in api_keys.items()},
-                          api_keys)
+                          api_keys, overlap=overlap)
     naive_queries = queries[:scenario.naive_queries]
 
     log.info("%s: %d assembler calls", scenario.name, len(queries))
@@ -163,7 +163,7 @@ def _mean(values: list[float]) -> float:
 def run_plan(
     plan: Plan, *, superuser_url: str, settings: Settings, embedder: Embedder | None,
     reuse: bool, out_dir: Path | None, config: RetrievalConfig = DEFAULT_CONFIG,
-    progress: bool = True,
+    progress: bool = True, overlap: bool = True,
 ) -> dict[str, Any]:
     """Every scenario of ``plan``; the results (and, with ``out_dir``, the files, rewritten
     after each scenario so that an interrupted run keeps what it measured)."""
@@ -174,11 +174,12 @@ def run_plan(
     for scenario in plan.scenarios:
         scenarios.append(run_scenario(
             scenario, plan, superuser_url=superuser_url, settings=settings, config=config,
-            embedder=embedder, reuse=reuse, now=now, progress=progress))
+            embedder=embedder, reuse=reuse, now=now, progress=progress, overlap=overlap))
         results = summarize_run(plan, scenarios, superuser_url=superuser_url,
                                 embedder=embedder, config=config,
                                 wall_s=time.perf_counter() - started)
         results["complete"] = len(scenarios) == len(plan.scenarios)
+        results["embedding_overlaps_first_round_trip"] = overlap
         if out_dir is not None:
             write_results(results, out_dir)
     return results
@@ -195,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results folder")
     parser.add_argument("--ranking", choices=sorted(PRESETS), default=None,
                         help="ranking preset measured (default: HAKI_RANKING)")
+    parser.add_argument("--no-overlap", action="store_true",
+                        help="embed each question before the call instead of during its first "
+                             "round trip (the ablation of issue 13's overlap)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -210,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = settings.model_copy(update={"ranking": args.ranking})
     results = run_plan(QUICK if args.quick else FULL, superuser_url=superuser_url,
                        settings=settings, embedder=embedder, reuse=args.reuse,
-                       out_dir=args.out, config=PRESETS[settings.ranking])
+                       out_dir=args.out, config=PRESETS[settings.ranking],
+                       overlap=not args.no_overlap)
     for line in results["table"]:
         print(line)
     return 0
