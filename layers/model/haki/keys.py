@@ -107,7 +107,9 @@ class IdentityCache:
     revoked key is refused with 401 there, and row-level security shows it nothing). A hit
     therefore only saves the separate lookup round trip before routing. What a cached
     revoked key may still learn within ``ttl_s``: whether its request body was valid (422 is
-    decided before the first transaction). Unknown or revoked keys are never cached.
+    decided before the first transaction); and a read served by a read replica (inspect,
+    the stats overview) sees the revocation once the replica has replayed it, its lag (the
+    lookup it replaces ran on the writer). Unknown or revoked keys are never cached.
     """
 
     def __init__(self, ttl_s: float, max_entries: int = 1024,
