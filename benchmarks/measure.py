@@ -170,18 +170,24 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     return counted
 
 
+#: The fused ranking's candidate statements, each with the planner settings sent before it.
+FUSED_STATEMENTS = {
+    "text_arm": ("", assembler_sql.TEXT_ARM_CANDIDATES),
+    "nearest_facts": (assembler_sql.PLANNER_SETTINGS, assembler_sql.NEAREST_FACTS),
+    "nearest_events": (assembler_sql.EVENTS_PLANNER_SETTINGS, assembler_sql.NEAREST_EVENTS),
+}
+
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone (with their planner settings, one
     pipelined round trip), inside the scoped transaction, rows fetched: the seed's facts
-    statement, or the fused ranking's two arms (its neighbours statement aside)."""
+    statement, or the fused ranking's arms (its neighbours statement aside)."""
     config = ctx.naive_config if naive else ctx.config
     if config.ranking == "fused":
-        planner = assembler_sql.FUSED_PLANNER_SETTINGS
-        statements = [assembler_sql.TEXT_ARM_CANDIDATES, assembler_sql.VECTOR_ARM_CANDIDATES]
+        statements = list(FUSED_STATEMENTS.values())
     else:
-        planner = assembler_sql.PLANNER_SETTINGS
-        statements = [assembler_sql.FACT_CANDIDATES[config.fact_candidates]]
+        statements = [(assembler_sql.PLANNER_SETTINGS,
+                       assembler_sql.FACT_CANDIDATES[config.fact_candidates])]
     db = Database(ctx.app_url)
     samples: list[float] = []
     try:
@@ -190,9 +196,11 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
             with ctx.tenant(q), db.transaction(q.project_id) as conn:
                 started = time.perf_counter()
                 with conn.pipeline():
-                    conn.execute(planner, params)
-                    cursors = [conn.cursor(binary=True).execute(statement, params)
-                               for statement in statements]
+                    cursors = []
+                    for planner, statement in statements:
+                        if planner:
+                            conn.execute(planner, params)
+                        cursors.append(conn.cursor(binary=True).execute(statement, params))
                 for cursor in cursors:
                     cursor.fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0
@@ -208,17 +216,17 @@ _VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'::vector")
 
 
 def explain(ctx: Context, q: BenchQuery) -> dict[str, list[str]]:
-    """``EXPLAIN (ANALYZE, BUFFERS)`` of the fused ranking's two statements for ``q``, after
-    the planner settings, inside its scoped transaction (the vector literals elided): where
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of the fused ranking's arms for ``q``, each after its
+    planner settings, inside its scoped transaction (the vector literals elided): where
     a call's server time goes, per node, in the benchmark's output."""
     params = query_parameters(_request(q), q.vector, ctx.config)
     plans: dict[str, list[str]] = {}
     db = Database(ctx.app_url)
     try:
-        for name, statement in (("text_arm", assembler_sql.TEXT_ARM_CANDIDATES),
-                                ("vector_arm", assembler_sql.VECTOR_ARM_CANDIDATES)):
+        for name, (planner, statement) in FUSED_STATEMENTS.items():
             with ctx.tenant(q), db.transaction(q.project_id) as conn:
-                conn.execute(assembler_sql.FUSED_PLANNER_SETTINGS, params)
+                if planner:
+                    conn.execute(planner, params)
                 rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement,
                                     params).fetchall()
             plans[name] = [_VECTOR_LITERAL.sub("'[…]'::vector", str(r[0])) for r in rows]

@@ -18,9 +18,11 @@ from haki.assembler import (
     QueryVector,
     assemble,
     compute_in_background,
+    embed_query,
 )
 from haki.assembler.retrieval import cosine_distance
 from haki.db import Database
+from haki.embedding import Embedder
 from haki.models import ContextRequest
 from tests.integration.conftest import Seeder, blend, trace_rows, unit_vector
 
@@ -153,3 +155,26 @@ def test_concurrent_calls_embed_in_parallel_threads_without_mixing_vectors(
     assert expected["q"] != expected["far"], "the two queries should give different packets"
     for name in expected:
         assert results[name].response.packet == expected[name]  # type: ignore[attr-defined]
+
+
+def test_a_vector_computed_before_the_call_adds_its_cost_not_its_age(
+    seed: Seeder, app_db: Database, project_id: str, embedder: Embedder,
+) -> None:
+    """The call's latency (recorded in its row) is the embedding's cost plus the call, however
+    long ago the vector was computed — and, for a background embedding, runs from its start."""
+    _seed(seed)
+    for ready in (QueryVector(Q, embed_ms=250.0), embed_query(embedder, "who paid?")):
+        time.sleep(0.5)
+        total = assemble(_request(project_id), ready, db=app_db, config=CONFIG
+                         ).timings_ms["total"]
+        # The cost is added; the 500 ms the vector waited are not.
+        assert ready.embed_ms <= total < ready.embed_ms + 400.0
+
+    def slow() -> np.ndarray:
+        time.sleep(0.3)
+        return Q
+
+    overlapped = assemble(_request(project_id), compute_in_background(slow), db=app_db,
+                          config=CONFIG).timings_ms
+    assert overlapped["embed"] >= 300.0 and overlapped["total"] >= overlapped["embed"]
+    assert overlapped["total"] < overlapped["embed"] + 400.0  # counted once, not added

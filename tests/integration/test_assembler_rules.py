@@ -514,22 +514,29 @@ def test_hnsw_breadth_follows_the_table_size(
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),)
 
 
-def test_fused_planner_breadth_follows_the_larger_graph(
+def test_fused_planner_breadth_follows_each_graph(
     seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str
 ) -> None:
+    """The nearest facts search at the facts' graph breadth, the nearest events at the
+    events' (one row per unit here: ``hnsw_rows_per_ef = 1``)."""
     for i in range(300):
         seed.event("conversation.message", {"text": f"turn {i}"}, close(i, 0.5))
+    for i in range(40):
+        seed.fact("note", f"fact {i}", close(i, 0.5))
     owner_conn.execute("ANALYZE facts, events")
-    rows = owner_conn.execute(
-        "SELECT max(reltuples)::int FROM pg_class "
-        "WHERE oid IN ('facts'::regclass, 'events'::regclass)").fetchone()
-    assert rows is not None and rows[0] >= 300
+    sizes = dict(owner_conn.execute(
+        "SELECT relname, reltuples::int FROM pg_class "
+        "WHERE oid IN ('facts'::regclass, 'events'::regclass)").fetchall())
+    assert sizes["events"] >= 300 and sizes["facts"] >= 40 and sizes["facts"] != sizes["events"]
     params = query_parameters(
         ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
-        replace(FUSED, hnsw_rows_per_ef=1))
+        replace(FUSED, hnsw_rows_per_ef=1, hnsw_ef_search_min=1))
     with app_db.transaction(project_id) as conn:
-        conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
-        assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(min(rows[0], 1000)),)
+        for settings, table in ((sql.PLANNER_SETTINGS, "facts"),
+                                (sql.EVENTS_PLANNER_SETTINGS, "events")):
+            conn.execute(settings, params)
+            expected = str(min(sizes[table], 1000))
+            assert conn.execute("SHOW hnsw.ef_search").fetchone() == (expected,)
 
 
 # ----------------------------------------------------------------- fused ranking
@@ -706,9 +713,9 @@ def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database, ranking
         seed.event("conversation.message", {"text": f"Bernard called {i}"}, close(10 + i))
     with app_db.count_protocol() as counts:
         ask("who is the manager", Q, config=PRESETS[ranking])  # type: ignore[index]
-    # fused: scope, planner settings, text arm, vector arm, neighbours, trace; seed: scope,
-    # planner, facts, episodes, multi-hop, trace.
-    assert counts.statements == 6
+    # fused: scope, text arm, facts' breadth, nearest facts, events' breadth, nearest events,
+    # neighbours, trace; seed: scope, planner, facts, episodes, multi-hop, trace.
+    assert counts.statements == {"fused": 8, "seed": 6}[ranking]
     # fused: the arms (BEGIN, the scope and the text arm sent before the vector is awaited),
     # the neighbours, the trace with COMMIT; seed: facts and episodes, multi-hop, the trace.
     assert counts.round_trips == 3

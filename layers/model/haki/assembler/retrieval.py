@@ -101,10 +101,9 @@ def retrieve_multi_hop(
 
 
 def send_text_arm(conn: psycopg.Connection, params: dict[str, Any]) -> psycopg.Cursor:
-    """Fused, first part: queue the planner settings and the text arm, which need no query
-    vector, so that the server runs them (after BEGIN and the scope, in the same pipeline)
-    while the question is still being embedded. Read the cursor with :func:`retrieve_fused`."""
-    conn.execute(sql.FUSED_PLANNER_SETTINGS, params)
+    """Fused, first part: queue the text arm, which needs no query vector, so that the
+    server runs it (after BEGIN and the scope, in the same pipeline) while the question is
+    still being embedded. Read the cursor with :func:`retrieve_fused`."""
     # Binary rows: the text arm's rows bring their embedding, decoded straight into numpy.
     return conn.cursor(row_factory=dict_row, binary=True).execute(
         sql.TEXT_ARM_CANDIDATES, params)
@@ -112,14 +111,22 @@ def send_text_arm(conn: psycopg.Connection, params: dict[str, Any]) -> psycopg.C
 
 def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
                    text_arm: psycopg.Cursor) -> list[ArmHit]:
-    """Fused, second part: the vector arm (``params`` now holds the query vector), then every
-    row either arm returned, facts and events, once, with its arm ranks. A text-arm row the
+    """Fused, second part: the vector arm (``params`` now holds the query vector): the nearest
+    facts and the nearest events, each after the breadth of its own graph, merged by distance
+    (ties by id) and ranked, the best ``vector_top_k`` kept; then every row either arm
+    returned, facts and events, once, with its arm ranks. A text-arm row the
     vector arm did not return gets its distance here, from its stored embedding (cosine
     distance in float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
-    vector_rows = conn.cursor(row_factory=dict_row, binary=True).execute(
-        sql.VECTOR_ARM_CANDIDATES, params).fetchall()
-    hits = {(row["item"], row["id"]): ArmHit(_candidate(row), row["vector_rank"], None)
-            for row in vector_rows}
+    nearest = []
+    for settings, statement in ((sql.PLANNER_SETTINGS, sql.NEAREST_FACTS),
+                                (sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS)):
+        conn.execute(settings, params)  # the breadth of this graph's search
+        nearest.append(conn.cursor(row_factory=dict_row, binary=True).execute(
+            statement, params))
+    merged = sorted((row for cursor in nearest for row in cursor.fetchall()),
+                    key=lambda row: (row["distance"], row["id"]))[:params["vector_top_k"]]
+    hits = {(row["item"], row["id"]): ArmHit(_candidate(row), rank, None)
+            for rank, row in enumerate(merged, start=1)}
     query = np.asarray(params["query_vector"], dtype=np.float64)
     for row in text_arm.fetchall():
         key = (row["item"], row["id"])
