@@ -2,8 +2,10 @@
 
 Statements per context call (see ``retrieval.py``), inside one transaction, besides the scope
 setting and the trace write:
-- ``fused`` (default): planner settings + the fused candidates (both arms over facts and
-  events) in one pipelined round trip, then the neighbours of the best episodes — 5 in all;
+- ``fused`` (default): the text arm (sent while the question is embedded), then the facts'
+  breadth + the nearest facts and the events' breadth + the nearest events, all in one
+  pipelined round trip; then the neighbours of the best episodes — 8 in all with the scope
+  and the trace;
 - ``seed``: planner settings, phase 1 + phase 2 for facts and the nearest episodes in one
   pipelined round trip, then an optional multi-hop statement — 6 at most.
 
