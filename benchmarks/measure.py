@@ -8,7 +8,7 @@ runtime role (row-level security on, as in production).
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +18,13 @@ import numpy as np
 import psycopg
 
 from benchmarks.synthetic import BenchQuery
-from haki.assembler import QueryVector, RetrievalConfig, assemble, compute_in_background
+from haki.assembler import (
+    QueryVector,
+    RetrievalConfig,
+    assemble,
+    compute_in_background,
+    compute_now,
+)
 from haki.assembler import sql as assembler_sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database
@@ -97,7 +103,7 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConf
         return q.vector
 
     started = time.perf_counter()
-    query = compute_in_background(embed) if ctx.overlap else _embedded_first(embed)
+    query = compute_in_background(embed) if ctx.overlap else compute_now(embed)
     with ctx.tenant(q):
         result = assemble(_request(q), query, db=db, config=config)
     finished = time.perf_counter()
@@ -107,13 +113,6 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConf
         retrieval_ms=result.timings_ms["retrieval"], trace_ms=result.timings_ms["trace"],
         candidates=result.candidates, facts_served=result.facts_served,
         trace_id=result.response.trace_id)
-
-
-def _embedded_first(embed: Callable[[], np.ndarray]) -> QueryVector:
-    """The query vector computed before the call (its cost then adds to the call's)."""
-    started = time.perf_counter()
-    vector = embed()
-    return QueryVector(vector, (time.perf_counter() - started) * 1000.0)
 
 
 def run_calls(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,

@@ -8,11 +8,12 @@ from haki.assembler.assemble import (
     QueryVector,
     assemble,
     compute_in_background,
+    compute_now,
     embed_in_background,
     embed_query,
 )
 from haki.assembler.config import DEFAULT_CONFIG, PRESETS, SEED_CONFIG, RetrievalConfig
 
 __all__ = ["DEFAULT_CONFIG", "PRESETS", "SEED_CONFIG", "Assembly", "QuerySource",
-           "QueryVector", "RetrievalConfig", "assemble", "compute_in_background",
+           "QueryVector", "RetrievalConfig", "assemble", "compute_in_background", "compute_now",
            "embed_in_background", "embed_query"]

@@ -43,16 +43,21 @@ QuerySource = QueryVector | Future[QueryVector]
 
 def embed_query(embedder: Embedder, text: str) -> QueryVector:
     """Embed a question, timed, before the call: its cost is added to the call's latency."""
-    started = time.perf_counter()
-    vector = embedder.embed_query(text)
-    return QueryVector(vector, _ms(started, time.perf_counter()))
+    return compute_now(lambda: embedder.embed_query(text))
 
 
-def _timed(embed: Callable[[], np.ndarray]) -> QueryVector:
-    """Run ``embed`` as part of a call: the call's latency runs from this start."""
+def compute_now(embed: Callable[[], np.ndarray]) -> QueryVector:
+    """:func:`embed_query` for any function returning the query vector."""
+    return _timed(embed, part_of_the_call=False)
+
+
+def _timed(embed: Callable[[], np.ndarray], *, part_of_the_call: bool = True) -> QueryVector:
+    """Run ``embed``, timed; when it is ``part_of_the_call`` (in the background, as the call
+    starts), the call's latency runs from its start, else its cost is added."""
     started = time.perf_counter()
     vector = embed()
-    return QueryVector(vector, _ms(started, time.perf_counter()), started)
+    return QueryVector(vector, _ms(started, time.perf_counter()),
+                       started if part_of_the_call else None)
 
 
 #: Threads that embed questions while the assembler's first round trip is in flight. The

@@ -127,8 +127,17 @@ class Packer:
             return "no_relevant_memory"
         return "all_filtered"
 
-    def _below_floor(self, distance: float) -> bool:
-        return self.max_distance > 0 and distance > self.max_distance
+    def _admit(self, tokens: int, distance: float, gated: bool,
+               included_reason: str) -> tuple[TraceAction, str]:
+        """The recall floor (when ``gated``), then the budget; an admitted candidate's
+        tokens are spent."""
+        if gated and 0 < self.max_distance < distance:
+            self.below_floor += 1
+            return "excluded", "below_relevance_floor"
+        if tokens > self.remaining:
+            return "excluded", "over_budget"
+        self.remaining -= tokens
+        return "included", included_reason
 
     def _decide_episode(
         self, episode: EpisodeCandidate, rank: int, *, score: float, included_reason: str,
@@ -136,15 +145,8 @@ class Packer:
     ) -> None:
         excerpt = episode.excerpt(self.excerpt_chars, with_kind=self.excerpt_with_kind)
         tokens = estimate_tokens(excerpt)
-        action: TraceAction
-        if gated and self._below_floor(episode.distance):
-            self.below_floor += 1
-            action, reason = "excluded", "below_relevance_floor"
-        elif tokens > self.remaining:
-            action, reason = "excluded", "over_budget"
-        else:
-            action, reason = "included", included_reason
-            self.remaining -= tokens
+        action, reason = self._admit(tokens, episode.distance, gated, included_reason)
+        if action == "included":
             self.episodes.append(PacketEpisode(
                 event_id=episode.id, kind=episode.kind,
                 occurred_at=episode.occurred_at, excerpt=excerpt))
@@ -175,14 +177,9 @@ class Packer:
         if candidate.horizon_passed and candidate.volatility in EXPIRING:
             self.expired += 1
             action, reason = "excluded", "volatility_expired"
-        elif gated and self._below_floor(candidate.distance):
-            self.below_floor += 1
-            action, reason = "excluded", "below_relevance_floor"
-        elif tokens > self.remaining:
-            action, reason = "excluded", "over_budget"
         else:
-            action, reason = "included", included_reason
-            self.remaining -= tokens
+            action, reason = self._admit(tokens, candidate.distance, gated, included_reason)
+        if action == "included":
             self.included_texts.append(text)
             self.facts.append(PacketFact(
                 id=candidate.id, predicate=candidate.predicate, value=candidate.value,

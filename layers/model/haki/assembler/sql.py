@@ -133,6 +133,15 @@ LIMIT %(candidate_limit)s
 """
 
 
+#: The question's terms, as both rankings pick them: its lexemes as the 'simple' parser reads
+#: them (any user text is accepted), stop words dropped, the longest ``max_terms`` kept.
+QUERY_TERMS = """
+        SELECT term
+        FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS term
+        WHERE char_length(term) > 1 AND NOT (term = ANY (%(stopwords)s))
+        ORDER BY char_length(term) DESC, term
+        LIMIT %(max_terms)s"""
+
 #: The question's terms as two tsqueries: ``q`` ORs them, ``q_all`` ANDs them. Parsed by the
 #: same 'simple' configuration as ``websearch_to_tsquery('simple', query)`` (any user text is
 #: accepted: quotes, '-', 'or', SQL, emoji), but ORed rather than ANDed so natural questions
@@ -141,16 +150,11 @@ LIMIT %(candidate_limit)s
 #: ``max_terms``. Each term becomes a tsquery by ``plainto_tsquery`` (never a syntax error),
 #: combined by the ``tsquery_or_agg`` / ``tsquery_and_agg`` aggregates (0004). NULL when no
 #: term is left: the arm then returns nothing.
-TEXT_QUERY_CTE = """
+TEXT_QUERY_CTE = f"""
 text_query AS (
-    SELECT tsquery_or_agg(term_query) AS q, tsquery_and_agg(term_query) AS q_all
-    FROM (
-        SELECT plainto_tsquery('simple', term) AS term_query
-        FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS term
-        WHERE char_length(term) > 1 AND NOT (term = ANY (%(stopwords)s))
-        ORDER BY char_length(term) DESC, term
-        LIMIT %(max_terms)s
-    ) AS terms
+    SELECT tsquery_or_agg(plainto_tsquery('simple', term)) AS q,
+           tsquery_and_agg(plainto_tsquery('simple', term)) AS q_all
+    FROM ({QUERY_TERMS}) AS terms
 )
 """
 
@@ -268,18 +272,11 @@ def excerpt_payload(alias: str) -> str:
          ELSE {alias}.payload END"""
 
 
-#: The question's lexemes as the 'simple' parser reads them (any user text is accepted), stop
-#: words dropped, the longest ``max_terms`` kept.
-TERMS_CTE = """
+#: The question's terms (QUERY_TERMS) as one array, for ``haki_idf_search``.
+TERMS_CTE = f"""
 terms AS (
     SELECT array_agg(term) AS terms
-    FROM (
-        SELECT term
-        FROM unnest(tsvector_to_array(to_tsvector('simple', %(query)s))) AS term
-        WHERE char_length(term) > 1 AND NOT (term = ANY (%(stopwords)s))
-        ORDER BY char_length(term) DESC, term
-        LIMIT %(max_terms)s
-    ) AS kept
+    FROM ({QUERY_TERMS}) AS kept
 )
 """
 
