@@ -539,6 +539,35 @@ def test_fused_planner_breadth_follows_each_graph(
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == (expected,)
 
 
+def test_fused_nearest_rows_are_read_back_by_tid_with_their_current_columns(
+    seed: Seeder, ask: Asker, app_db: Database, owner_conn: psycopg.Connection,
+    project_id: str,
+) -> None:
+    """The nearest facts and events take their columns by ``ctid`` (a TID scan), and a row
+    rewritten since it was inserted (new tuple versions, the dead ones not yet vacuumed)
+    comes back once, with its current columns."""
+    fact = seed.fact("note", "first wording", close(1, 0.1))
+    event = seed.event("conversation.message", {"text": "first turn"}, close(2, 0.1))
+    for i in range(3):
+        owner_conn.execute("UPDATE facts SET value = %s, confidence = %s WHERE id = %s",
+                           (f'"wording {i}"', 0.25 * (i + 1), fact))
+        owner_conn.execute("UPDATE events SET payload = %s WHERE id = %s",
+                           (f'{{"text": "turn {i}"}}', event))
+    assembly = ask("x", Q, config=FUSED)
+    packet = assembly.response.packet
+    assert [(f.id, f.value, f.confidence) for f in packet.facts] == [(fact, "wording 2", 0.75)]
+    assert [(e.event_id, e.excerpt) for e in packet.episodes] == [(event, "turn 2")]
+    assert sorted(d["fact_id"] or d["event_id"] for d in trace_rows(
+        owner_conn, assembly.response.trace_id)) == sorted([fact, event])
+    params = query_parameters(
+        ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q, FUSED)
+    with app_db.transaction(project_id) as conn:
+        for statement in (sql.NEAREST_FACTS, sql.NEAREST_EVENTS):
+            plan = [row[0].strip() for row in conn.execute(
+                "EXPLAIN (COSTS OFF) " + statement, params).fetchall()]
+            assert "TID Cond: (n.ctid = ctid)" in plan
+
+
 # ----------------------------------------------------------------- fused ranking
 
 

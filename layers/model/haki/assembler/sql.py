@@ -313,13 +313,17 @@ LEFT JOIN events AS e ON a.item = 'event' AND e.id = a.id
 #: the scope, one statement each, each by its HNSW index (or an exact scan of a small scope)
 #: after the planner settings of its own graph; ``retrieval.py`` merges them by distance and
 #: keeps the best ``vector_top_k``. The nearest ids and distances first (MATERIALIZED: an
-#: exact scan of a small scope computes nothing else for the rows it sorts), then each row's
-#: columns from its own table only (one statement for both kinds probed both primary keys
-#: for every row). An ablation sets an arm's switch to false, which the planner folds into a
-#: one-time filter.
+#: exact scan of a small scope computes nothing else for the rows it sorts; selecting the
+#: columns in the scan itself made the exact scan of a subject's 10,000 events 23 → 38 ms),
+#: then each row's columns from its own table only (one statement for both kinds probed both
+#: primary keys for every row), fetched by the row's ``ctid``: a TID scan instead of a
+#: primary-key descent per row, the same rows (the CTE and the join read one snapshot, which
+#: keeps the version the CTE saw in place), 0.3–1.0 ms less per arm in every benchmark
+#: scenario (docs/benchmarks.md). An ablation sets an arm's switch to false, which the
+#: planner folds into a one-time filter.
 NEAREST_FACTS = f"""
 WITH nearest AS MATERIALIZED (
-    SELECT f.id, (f.embedding <=> %(query_vector)s)::float8 AS distance
+    SELECT f.ctid, f.id, (f.embedding <=> %(query_vector)s)::float8 AS distance
     FROM facts AS f
     WHERE %(use_vector_arm)s AND {FACT_SCOPE}
     ORDER BY f.embedding <=> %(query_vector)s
@@ -327,12 +331,12 @@ WITH nearest AS MATERIALIZED (
 )
 SELECT 'fact'::text AS item, n.id, n.distance, {FACT_COLUMNS}
 FROM nearest AS n
-JOIN facts AS f ON f.id = n.id
+JOIN facts AS f ON f.ctid = n.ctid
 """
 
 NEAREST_EVENTS = f"""
 WITH nearest AS MATERIALIZED (
-    SELECT e.id, (e.embedding <=> %(query_vector)s)::float8 AS distance
+    SELECT e.ctid, e.id, (e.embedding <=> %(query_vector)s)::float8 AS distance
     FROM events AS e
     WHERE %(use_vector_arm)s AND %(use_episodes)s
       AND e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
@@ -342,7 +346,7 @@ WITH nearest AS MATERIALIZED (
 SELECT 'event'::text AS item, n.id, n.distance, e.kind, {excerpt_payload("e")} AS payload,
        e.occurred_at
 FROM nearest AS n
-JOIN events AS e ON e.id = n.id
+JOIN events AS e ON e.ctid = n.ctid
 """
 
 #: The ``neighbour_span`` events before and after each source episode (same scope, in
