@@ -133,13 +133,16 @@ class Protocol:
     """What went over the wire per context call (``haki.db.protocol``), BEGIN/COMMIT apart:
     the assembler's, and the whole request's as the API edge makes it — the key looked up
     (the first call of a key in a process, ``cold``) or found in the identity cache (``warm``),
-    then the assembler."""
+    then the assembler. ``side_*``: the nearest events' on the handle's second connection
+    (``parallel_arms``), whose round trip runs beside the call's vector-arm round trip."""
 
     statements: list[int]
     transaction_control: list[int]
     round_trips: list[int]
     request_round_trips_cold: list[int]
     request_round_trips_warm: list[int]
+    side_statements: list[int]
+    side_round_trips: list[int]
 
 
 def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
@@ -149,12 +152,13 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     this pass), with the clear key of its project."""
     db = Database(ctx.app_url)
     cache = IdentityCache(ttl_s=3600.0)
-    counted = Protocol([], [], [], [], [])
+    counted = Protocol([], [], [], [], [], [], [])
     try:
         # Each question twice: the first time its key may be new to the cache, then not.
         for q in [q for q in queries for _ in range(2)]:
             cold = cache.get(ctx.keys[q.project_id]) is None
-            with db.count_protocol() as counts:  # (one count at a time on a connection)
+            # (one count at a time on a connection)
+            with db.count_protocol() as counts, db.sibling().count_protocol() as side:
                 identity = authenticate(db, ctx.api_keys[q.project_id], cache)
                 with acting_for(identity.key_hash):
                     assemble(_request(q), QueryVector(q.vector), db=db, config=ctx.config)
@@ -164,6 +168,8 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
                 counted.statements.append(counts.statements)
                 counted.transaction_control.append(counts.transaction_control)
                 counted.round_trips.append(counts.round_trips)
+                counted.side_statements.append(side.statements)
+                counted.side_round_trips.append(side.round_trips)
     finally:
         db.close()
     return counted
@@ -178,28 +184,28 @@ FUSED_STATEMENTS = {
 
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
-    """Milliseconds of the candidates statements alone (with their planner settings, one
-    pipelined round trip), inside the scoped transaction, rows fetched: the seed's facts
-    statement, or the fused ranking's arms (its neighbours statement aside)."""
+    """Milliseconds of the candidates statements alone (with their planner settings, rows
+    fetched), inside the scoped transaction: the seed's facts statement, or the fused
+    ranking's arms — the text arm, then the vector arm's round trip, the nearest events
+    beside it on the second connection as a call sends them (``parallel_arms``); the nearest
+    events bring the neighbours of their nearest few (a call's text-arm episodes are no
+    sources here)."""
     config = ctx.naive_config if naive else ctx.config
-    if config.ranking == "fused":
-        statements = list(FUSED_STATEMENTS.values())
-    else:
-        statements = [(assembler_sql.PLANNER_SETTINGS,
-                       assembler_sql.FACT_CANDIDATES[config.fact_candidates])]
+    fused = config.ranking == "fused"
+    statements = (list(FUSED_STATEMENTS.values()) if fused else
+                  [(assembler_sql.PLANNER_SETTINGS,
+                    assembler_sql.FACT_CANDIDATES[config.fact_candidates])])
     db = Database(ctx.app_url)
     samples: list[float] = []
     try:
         for i, q in enumerate([*queries[:warmup], *queries]):
             params = query_parameters(_request(q), q.vector, config)
-            with ctx.tenant(q), db.transaction(q.project_id) as conn:
+            with ctx.tenant(q), db.transaction(q.project_id) as conn, conn.pipeline():
                 started = time.perf_counter()
-                with conn.pipeline():
-                    cursors = []
-                    for planner, statement in statements:
-                        if planner:
-                            conn.execute(planner, params)
-                        cursors.append(conn.cursor(binary=True).execute(statement, params))
+                cursors = [_send(conn, planner, statement, params)
+                           for planner, statement in statements[:-1 if fused else None]]
+                if fused:
+                    cursors.append(_nearest_events(db, conn, config, params))
                 for cursor in cursors:
                     cursor.fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0
@@ -208,6 +214,25 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
     finally:
         db.close()
     return samples
+
+
+def _send(conn: psycopg.Connection, planner: str, statement: str,
+          params: dict[str, Any]) -> psycopg.Cursor:
+    if planner:
+        conn.execute(planner, params)
+    return conn.cursor(binary=True).execute(statement, params)
+
+
+def _nearest_events(db: Database, conn: psycopg.Connection, config: RetrievalConfig,
+                    params: dict[str, Any]) -> psycopg.Cursor:
+    """The nearest events, sent as a call sends them: on the second connection while the
+    nearest facts run (their cursor is read after), or after them on this one."""
+    planner, statement = FUSED_STATEMENTS["nearest_events"]
+    if not config.parallel_arms:
+        return _send(conn, planner, statement, params)
+    with db.sibling().transaction(params["project_id"], pipeline=True,
+                                  read_only=True) as side:
+        return _send(side, planner, statement, params)
 
 
 #: A vector literal in a plan: 384 numbers that say nothing to the reader.

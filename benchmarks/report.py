@@ -123,8 +123,8 @@ def table(scenarios: list[dict[str, Any]]) -> list[str]:
     lines = [
         "| scenario | facts in scope / table | ours e2e p50 / p95 / p99 | ours SQL p50 / p95 | "
         "naive e2e p50 / p95 | naive SQL p50 | naive/ours e2e · SQL (p50) | vector recall "
-        "(pgvector defaults) | statements · round trips (assembler; request: cold key, "
-        "cached key) · trace rows per call | "
+        "(pgvector defaults) | statements · round trips (assembler + beside it on the second "
+        "connection; request: cold key, cached key) · trace rows per call | "
         "calls/s 1 · 2 clients |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -138,7 +138,8 @@ def table(scenarios: list[dict[str, Any]]) -> list[str]:
             f"| {n['e2e']['p50']:.0f} / {n['e2e']['p95']:.0f} | {n['sql_only']['p50']:.0f} "
             f"| {r['e2e_p50']}× · {r['sql_p50']}× "
             f"| {vr['mean']:.3f} ({vr['pgvector_defaults_mean']:.2f})"
-            f" | {pc['statements_mean']:.1f} · {pc['round_trips_mean']:.1f} "
+            f" | {pc['statements_mean']:.1f}+{pc.get('side_statements_mean', 0):.1f} · "
+            f"{pc['round_trips_mean']:.1f}+{pc.get('side_round_trips_mean', 0):.1f} "
             f"({pc['request_round_trips_cold_mean']:.1f}, "
             f"{pc['request_round_trips_warm_mean']:.1f}) · {pc['trace_rows_mean']:.0f} "
             f"| {tp['one_client_calls_per_s']:.0f} · {tp['concurrent']['calls_per_s']:.0f} |"

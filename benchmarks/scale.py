@@ -136,6 +136,9 @@ def run_scenario(
                 [float(n) for n in wire.request_round_trips_cold]),
             "request_round_trips_warm_mean": _mean(
                 [float(n) for n in wire.request_round_trips_warm]),
+            # The nearest events on the second connection, beside the vector-arm round trip.
+            "side_statements_mean": _mean([float(n) for n in wire.side_statements]),
+            "side_round_trips_mean": _mean([float(n) for n in wire.side_round_trips]),
             "trace_rows_mean": _mean([float(n) for n in traced]),
             "candidates_mean": _mean([float(c.candidates) for c in ours]),
             "facts_served_mean": _mean([float(c.facts_served) for c in ours]),

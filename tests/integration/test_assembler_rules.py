@@ -702,6 +702,66 @@ def test_neighbours_come_in_around_the_best_episode(
     assert [e.event_id for e in off.response.packet.episodes] == [turns[3]]
 
 
+def test_neighbours_of_a_source_beyond_the_nearest_events(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    """The neighbours come with the nearest events, before the fusion has picked its sources,
+    for every episode that can be one: the ``neighbour_sources`` nearest events and every
+    text-arm episode. Here the second source is a text-arm episode that is not among the
+    nearest events, and one of its neighbours was a nearest event cut from the vector arm's
+    top (so sent without its payload): it still comes in, whole."""
+    at = [NOW - timedelta(minutes=60 - i) for i in range(8)]
+    best = seed.event("conversation.message", {"text": "the best turn"}, close(1, 0.1), at[0])
+    pads = [seed.event("conversation.message", {"text": f"pad {i}"}, unit_vector(700 + i),
+                       at[1 + i]) for i in range(3)]
+    before = seed.event("conversation.message", {"text": "the turn before"}, close(2, 0.5),
+                        at[5])
+    zebra = seed.event("conversation.message", {"text": "a zebra crossing"}, close(4, 0.6),
+                       at[6])
+    after = seed.event("conversation.message", {"text": "the turn after"}, unit_vector(710),
+                       at[7])
+    seed.fact("note", "a close fact", close(3, 0.2))
+    # The vector arm keeps 2 rows (the best turn, the fact), the events statement's nearest 2
+    # are the best turn and the turn before; 2 sources: the best turn, then the zebra turn.
+    config = replace(FUSED, vector_top_k=2, neighbour_sources=2, recall_max_distance=0.0)
+    result = ask("zebra", Q, budget=5000, config=config)
+    rows = decisions_by_event(owner_conn, result)
+    assert (rows[best]["vector_rank"], rows[zebra]["vector_rank"]) == (1, None)
+    assert rows[zebra]["text_arm_rank"] == 1
+    for neighbour in (before, after, pads[2]):
+        assert (rows[neighbour]["reason_code"], rows[neighbour]["expanded_from"]) == (
+            "neighbour_expansion", zebra)
+    for neighbour in pads[:2]:
+        assert rows[neighbour]["expanded_from"] == best
+    excerpts = {e.event_id: e.excerpt for e in result.response.packet.episodes}
+    assert excerpts[before] == "the turn before" and excerpts[after] == "the turn after"
+    # Without the text arm the zebra turn is no candidate, and lends nothing.
+    alone = decisions_by_event(owner_conn, ask("zebra", Q, budget=5000,
+                                               config=replace(config, use_text_arm=False)))
+    assert zebra not in alone and after not in alone
+
+
+def test_parallel_arms_change_nothing_but_the_connection(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    """The nearest events on the second connection or after the facts on the first: the
+    same packet, the same decisions."""
+    for i in range(12):
+        seed.fact("note", f"invoice fact {i}", close(i, 0.05 * i))
+        seed.event("conversation.message", {"text": f"invoice turn {i}"}, close(50 + i, 0.04 * i),
+                   occurred_at=NOW - timedelta(minutes=30 - i))
+    results = [ask("invoice", Q, config=replace(FUSED, parallel_arms=parallel))
+               for parallel in (True, False)]
+    packets = [r.response.packet for r in results]
+    assert packets[0] == packets[1] and packets[0].facts and packets[0].episodes
+    keep = ("fact_id", "event_id", "action", "reason_code", "rank", "score", "vector_rank",
+            "text_arm_rank", "expanded_from")
+    decisions = [[{k: row[k] for k in keep} for row in trace_rows(owner_conn,
+                                                                  r.response.trace_id)]
+                 for r in results]
+    assert decisions[0] == decisions[1] and len(decisions[0]) == 24
+
+
 def test_neighbours_are_not_gated_and_gated_episodes_lend_nothing(
     seed: Seeder, ask: Asker
 ) -> None:
@@ -735,16 +795,26 @@ def test_fused_trace_ranks_explain_the_fused_score(
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
 
 
-@pytest.mark.parametrize("ranking", sorted(PRESETS))
-def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database, ranking: str) -> None:
+@pytest.mark.parametrize(("config", "main", "side"), [
+    # fused: scope, text arm, facts' breadth, nearest facts, trace; beside it (sibling
+    # connection): scope, events' breadth, nearest events with their neighbours.
+    (FUSED, 5, 3),
+    # fused, one connection: all of them on it.
+    (replace(FUSED, parallel_arms=False), 7, 0),
+    # seed: scope, planner, facts, episodes, multi-hop, trace.
+    (SEED, 6, 0),
+], ids=["fused", "fused-one-connection", "seed"])
+def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database,
+                             config: RetrievalConfig, main: int, side: int) -> None:
     for i in range(3):
         seed.fact("note", f"her manager is Bernard {i}", close(i))
         seed.event("conversation.message", {"text": f"Bernard called {i}"}, close(10 + i))
-    with app_db.count_protocol() as counts:
-        ask("who is the manager", Q, config=PRESETS[ranking])  # type: ignore[index]
-    # fused: scope, text arm, facts' breadth, nearest facts, events' breadth, nearest events,
-    # neighbours, trace; seed: scope, planner, facts, episodes, multi-hop, trace.
-    assert counts.statements == {"fused": 8, "seed": 6}[ranking]
-    # fused: the arms (BEGIN, the scope and the text arm sent before the vector is awaited),
-    # the neighbours, the trace with COMMIT; seed: facts and episodes, multi-hop, the trace.
+    with app_db.count_protocol() as counts, app_db.sibling().count_protocol() as beside:
+        ask("who is the manager", Q, config=config)
+    assert (counts.statements, beside.statements) == (main, side)
+    # fused: BEGIN, the scope and the text arm (sent before the vector is awaited, read once
+    # it is ready), the vector arm with the neighbours, the trace with COMMIT; the events
+    # beside it in one round trip, BEGIN to COMMIT, while the facts' is in flight. seed:
+    # facts and episodes, multi-hop, the trace.
     assert counts.round_trips == 3
+    assert (beside.round_trips, beside.transaction_control) == ((1, 2) if side else (0, 0))

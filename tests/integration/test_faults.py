@@ -58,6 +58,31 @@ def test_connection_killed_before_the_trace_write_serves_nothing_and_writes_noth
     assert served.facts_served == 1
 
 
+def test_the_side_connection_killed_serves_nothing_and_writes_nothing(
+    seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str,
+) -> None:
+    """The nearest events run on the handle's second connection (``parallel_arms``): when it
+    dies the call fails as a whole (503, no call row, no trace) and the next call opens a
+    new one."""
+    seed.fact("note", "a fact", Q)
+    seed.event("conversation.message", {"text": "a turn"}, Q)
+    assert assemble(_request(project_id), QueryVector(Q), db=app_db,
+                    config=DEFAULT_CONFIG).episodes_served == 1
+    side = app_db.sibling().connection()
+    owner_conn.execute("SELECT pg_terminate_backend(%s)", (side.info.backend_pid,))
+    # Killed between two calls: a connection used a moment ago is not probed first, so the
+    # call meets it dead in the middle of its work.
+    with pytest.raises(ServiceUnavailable):
+        assemble(_request(project_id), QueryVector(Q), db=app_db, config=DEFAULT_CONFIG)
+    for table in ("context_calls", "context_traces"):
+        count = owner_conn.execute(
+            f"SELECT count(*) FROM {table} WHERE project_id = %s", (project_id,)).fetchone()
+        assert count == (1,), table  # the first call's only
+    served = assemble(_request(project_id), QueryVector(Q), db=app_db, config=DEFAULT_CONFIG)
+    assert (served.facts_served, served.episodes_served) == (1, 1)
+    assert app_db.sibling().connection().info.backend_pid != side.info.backend_pid
+
+
 def test_a_statement_past_the_timeout_fails_fast_and_the_handle_stays_usable(
     db_urls: dict[Role, str], project_id: str, tenant_key: str
 ) -> None:

@@ -18,7 +18,6 @@ from haki.assembler.retrieval import (
     retrieve,
     retrieve_fused,
     retrieve_multi_hop,
-    retrieve_neighbours,
     send_text_arm,
 )
 from haki.assembler.trace import new_trace_id, write_trace
@@ -123,7 +122,8 @@ def assemble(
         waited = time.perf_counter()
         params["query_vector"] = vector.vector
         if text_arm is not None:
-            _pack_fused(conn, params, packer, config, text_arm)
+            side = db.sibling() if config.parallel_arms else None
+            _pack_fused(conn, params, packer, config, text_arm, side)
         else:
             _pack_seed(conn, params, packer, config, request.query)
         retrieved_at = time.perf_counter()
@@ -156,14 +156,15 @@ def assemble(
 
 
 def _pack_fused(conn: psycopg.Connection, params: dict[str, Any], packer: Packer,
-                config: RetrievalConfig, text_arm: psycopg.Cursor) -> None:
+                config: RetrievalConfig, text_arm: psycopg.Cursor, side: Database | None,
+                ) -> None:
     """One list of facts and episodes: both arms, the fusion, the neighbours of the best
     episodes, then one greedy pass under the budget."""
-    ranked = fuse(retrieve_fused(conn, params, text_arm), config)
+    found = retrieve_fused(conn, params, text_arm, side)
+    ranked = fuse(found.hits, config)
     sources = neighbour_sources(ranked, config) if config.use_neighbours else []
     if sources:
-        links = retrieve_neighbours(conn, params, source_ids=sources,
-                                    candidate_ids=[r.id for r in ranked])
+        links = found.neighbourhood.links(sources, {r.id for r in ranked})
         ranked = propagate(ranked, links, config)
     packer.add_fused(ranked)
 

@@ -137,6 +137,10 @@ class RetrievalConfig:
     use_multi_hop: bool = True
     use_episodes: bool = True
     use_neighbours: bool = True
+    #: Fused: the nearest events run on a second connection of the database handle
+    #: (``Database.sibling``), in parallel with the nearest facts (``HAKI_PARALLEL_ARMS``).
+    #: The same rows either way; it changes what the call waits for, not what it finds.
+    parallel_arms: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings, base: "RetrievalConfig | None" = None
@@ -149,6 +153,7 @@ class RetrievalConfig:
             volatility_horizon_slow_days=settings.volatility_horizon_slow_days,
             volatility_horizon_volatile_days=settings.volatility_horizon_volatile_days,
             volatility_horizon_ephemeral_days=settings.volatility_horizon_ephemeral_days,
+            parallel_arms=settings.parallel_arms,
         )
 
 

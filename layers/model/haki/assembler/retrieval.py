@@ -1,6 +1,7 @@
 """Runs the assembler's SQL and turns rows into candidates. All I/O of the assembler is here
 and in ``trace.py``."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -14,6 +15,7 @@ from haki.assembler import sql
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate
 from haki.assembler.config import RetrievalConfig
 from haki.assembler.fusion import ArmHit, NeighbourLink
+from haki.db import Database
 from haki.models import ContextRequest
 
 _DAY_SECONDS = 86_400.0
@@ -64,7 +66,11 @@ def query_parameters(
         "text_top_k": config.text_top_k,
         "text_candidates": config.text_candidates,
         "excerpt_chars": config.excerpt_chars,
+        "use_neighbours": config.use_neighbours,
         "neighbour_span": config.neighbour_span,
+        "neighbour_sources": config.neighbour_sources,
+        # The text arm's episodes, set once its rows are read (see sql.NEAREST_EVENTS).
+        "text_event_ids": [],
     }
 
 
@@ -109,26 +115,79 @@ def send_text_arm(conn: psycopg.Connection, params: dict[str, Any]) -> psycopg.C
         sql.TEXT_ARM_CANDIDATES, params)
 
 
+@dataclass(frozen=True)
+class Neighbourhood:
+    """The neighbouring turns the nearest-events statement returned for every episode that
+    can be a source (sql.NEAREST_EVENTS): ``rows`` (``item`` 'neighbour'), and the nearest
+    events by id, the rows of the neighbours it sent without their payload."""
+
+    rows: list[dict[str, Any]]
+    nearest: dict[UUID, dict[str, Any]]
+
+    def links(self, source_ids: Sequence[UUID], candidate_ids: set[UUID]) -> list[NeighbourLink]:
+        """The links of ``source_ids``, the best source first, each source's turns in order;
+        a neighbour among ``candidate_ids`` by id only, any other with its row."""
+        order = {source: position for position, source in enumerate(source_ids)}
+        rows = sorted((row for row in self.rows if row["source_id"] in order),
+                      key=lambda row: (order[row["source_id"]], row["step"]))
+        return [NeighbourLink(
+            source_id=row["source_id"], offset=row["step"], neighbour_id=row["id"],
+            episode=None if row["id"] in candidate_ids else EpisodeCandidate.from_row(
+                row if row["payload"] is not None else self.nearest[row["id"]]))
+            for row in rows]
+
+
+@dataclass(frozen=True)
+class FusedRows:
+    """What the fused arms returned: each candidate with its arm ranks, and the turns around
+    the episodes that can be the fusion's neighbour sources."""
+
+    hits: list[ArmHit]
+    neighbourhood: Neighbourhood
+
+
 def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
-                   text_arm: psycopg.Cursor) -> list[ArmHit]:
-    """Fused, second part: the vector arm (``params`` now holds the query vector): the nearest
-    facts and the nearest events, each after the breadth of its own graph, merged by distance
-    (ties by id) and ranked, the best ``vector_top_k`` kept; then every row either arm
-    returned, facts and events, once, with its arm ranks. A text-arm row the
-    vector arm did not return gets its distance here, from its stored embedding (cosine
-    distance in float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
-    nearest = []
-    for settings, statement in ((sql.PLANNER_SETTINGS, sql.NEAREST_FACTS),
-                                (sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS)):
-        conn.execute(settings, params)  # the breadth of this graph's search
-        nearest.append(conn.cursor(row_factory=dict_row, binary=True).execute(
-            statement, params))
-    merged = sorted((row for cursor in nearest for row in cursor.fetchall()),
+                   text_arm: psycopg.Cursor, side: Database | None = None) -> FusedRows:
+    """Fused, second part (``params`` now holds the query vector). The text arm's rows first:
+    it ran while the question was embedded, and its episodes are neighbour sources the
+    events statement must know. Then the vector arm in one round trip: the nearest facts and
+    the nearest events (with their neighbourhood), each after the breadth of its own graph;
+    with a ``side`` handle (``Database.sibling``) the nearest events run there, in a
+    transaction of their own under the same key, while ``conn``'s server searches the facts.
+    They are merged by distance (ties by id) and ranked, the best ``vector_top_k`` kept; then
+    every row either arm returned, facts and events, once, with its arm ranks. A text-arm
+    row the vector arm did not return gets its distance here, from its stored embedding
+    (cosine distance in float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
+    text_rows = text_arm.fetchall()
+    params["text_event_ids"] = [row["id"] for row in text_rows if row["item"] == "event"]
+    facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
+    if side is None:
+        events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+    else:
+        # Sent while the facts search runs; the block's end (COMMIT) waits for the rows.
+        with side.transaction(params["project_id"], pipeline=True, read_only=True) as side_conn:
+            events = _send(side_conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+    return _fused_rows(facts.fetchall(), events.fetchall(), text_rows, params)
+
+
+def _send(conn: psycopg.Connection, settings: str, statement: str,
+          params: dict[str, Any]) -> psycopg.Cursor:
+    """Queue a graph's breadth and its nearest-rows statement (binary rows)."""
+    conn.execute(settings, params)
+    return conn.cursor(row_factory=dict_row, binary=True).execute(statement, params)
+
+
+def _fused_rows(facts: list[dict[str, Any]], events: list[dict[str, Any]],
+                text_rows: list[dict[str, Any]], params: dict[str, Any]) -> FusedRows:
+    nearest = [row for row in events if row["item"] == "event"]
+    neighbourhood = Neighbourhood(rows=[row for row in events if row["item"] == "neighbour"],
+                                  nearest={row["id"]: row for row in nearest})
+    merged = sorted(facts + nearest,
                     key=lambda row: (row["distance"], row["id"]))[:params["vector_top_k"]]
     hits = {(row["item"], row["id"]): ArmHit(_candidate(row), rank, None)
             for rank, row in enumerate(merged, start=1)}
     query = np.asarray(params["query_vector"], dtype=np.float64)
-    for row in text_arm.fetchall():
+    for row in text_rows:
         key = (row["item"], row["id"])
         found = hits.get(key)
         if found is None:
@@ -139,7 +198,7 @@ def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
             if isinstance(item, FactCandidate):
                 item = replace(item, text_rank=row["text_rank"])
             hits[key] = ArmHit(item, found.vector_rank, row["text_arm_rank"])
-    return list(hits.values())
+    return FusedRows(list(hits.values()), neighbourhood)
 
 
 def _candidate(row: dict[str, Any]) -> FactCandidate | EpisodeCandidate:
@@ -154,18 +213,3 @@ def cosine_distance(query: np.ndarray, embedding: np.ndarray) -> float:
     if norms == 0.0:
         return float("nan")  # pgvector's answer for a zero vector
     return 1.0 - max(-1.0, min(1.0, float(np.dot(query, stored)) / norms))
-
-
-def retrieve_neighbours(
-    conn: psycopg.Connection, params: dict[str, Any], *, source_ids: list[UUID],
-    candidate_ids: list[UUID],
-) -> list[NeighbourLink]:
-    """The neighbouring turns of ``source_ids``; those among ``candidate_ids`` by id only."""
-    rows = conn.cursor(row_factory=dict_row).execute(
-        sql.NEIGHBOURS,
-        {**params, "source_ids": source_ids, "candidate_ids": candidate_ids},
-    ).fetchall()
-    return [NeighbourLink(
-        source_id=row["source_id"], offset=row["step"], neighbour_id=row["id"],
-        episode=None if row["payload"] is None else EpisodeCandidate.from_row(row))
-        for row in rows]

@@ -2,10 +2,10 @@
 
 Statements per context call (see ``retrieval.py``), inside one transaction, besides the scope
 setting and the trace write:
-- ``fused`` (default): the text arm (sent while the question is embedded), then the facts'
-  breadth + the nearest facts and the events' breadth + the nearest events, all in one
-  pipelined round trip; then the neighbours of the best episodes — 8 in all with the scope
-  and the trace;
+- ``fused`` (default): the text arm (sent while the question is embedded, read once the
+  vector is ready: the first round trip), then the facts' breadth + the nearest facts and the
+  events' breadth + the nearest events with the neighbouring turns of every possible
+  neighbour source, in one pipelined round trip — 7 in all with the scope and the trace;
 - ``seed``: planner settings, phase 1 + phase 2 for facts and the nearest episodes in one
   pipelined round trip, then an optional multi-hop statement — 6 at most.
 
@@ -334,6 +334,19 @@ FROM nearest AS n
 JOIN facts AS f ON f.ctid = n.ctid
 """
 
+#: Nearest events, with the neighbouring turns of every episode that can be among the
+#: ``neighbour_sources`` best after the fusion, in the same statement (the fusion runs in
+#: Python, so the sources are not known yet; a statement of their own after it cost a round
+#: trip). Which episodes can be sources: an episode that only the vector arm returned ranks
+#: below every nearer event, each of which scores more (the reciprocal rank falls with the
+#: rank) and passes the recall floor if it does, so it is a source only if it is one of the
+#: ``neighbour_sources`` nearest; every other candidate episode is a text-arm row, whose ids
+#: the assembler has read before sending this (``text_event_ids``). The assembler keeps the
+#: links of the sources the fusion then picks (``retrieval.Neighbourhood``).
+#: Rows: ``item`` 'event' (the nearest, ``source_id``/``step`` NULL) or 'neighbour': the
+#: ``neighbour_span`` events before and after a source (same scope, in ``occurred_at`` order,
+#: ties by id; ``events_scope_idx``) with their offset in turns (negative: before), without
+#: the payload when the assembler has the row already (a nearest event or a text-arm row).
 NEAREST_EVENTS = f"""
 WITH nearest AS MATERIALIZED (
     SELECT e.ctid, e.id, (e.embedding <=> %(query_vector)s)::float8 AS distance
@@ -342,21 +355,24 @@ WITH nearest AS MATERIALIZED (
       AND e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
     ORDER BY e.embedding <=> %(query_vector)s
     LIMIT %(vector_top_k)s
+),
+sources AS (
+    SELECT best.id
+    FROM (SELECT n.id FROM nearest AS n ORDER BY n.distance, n.id
+          LIMIT %(neighbour_sources)s) AS best
+    UNION
+    SELECT unnest(%(text_event_ids)s::uuid[])
 )
 SELECT 'event'::text AS item, n.id, n.distance, e.kind, {excerpt_payload("e")} AS payload,
-       e.occurred_at
+       e.occurred_at, NULL::uuid AS source_id, NULL::bigint AS step
 FROM nearest AS n
 JOIN events AS e ON e.ctid = n.ctid
-"""
-
-#: The ``neighbour_span`` events before and after each source episode (same scope, in
-#: ``occurred_at`` order, ties by id; ``events_scope_idx``), with their offset in turns
-#: (negative: before). A neighbour that is already a candidate comes without its payload.
-NEIGHBOURS = f"""
-SELECT source.id AS source_id, near.step, near.id, near.kind,
-       CASE WHEN near.id = ANY (%(candidate_ids)s::uuid[]) THEN NULL
-            ELSE {excerpt_payload("near")} END AS payload,
-       near.occurred_at, (near.embedding <=> %(query_vector)s)::float8 AS distance
+UNION ALL
+SELECT 'neighbour', near.id, (near.embedding <=> %(query_vector)s)::float8, near.kind,
+       CASE WHEN near.id IN (SELECT n.id FROM nearest AS n)
+                 OR near.id = ANY (%(text_event_ids)s::uuid[]) THEN NULL
+            ELSE {excerpt_payload("near")} END,
+       near.occurred_at, source.id, near.step
 FROM events AS source
 CROSS JOIN LATERAL (
     SELECT earlier.*, -row_number() OVER (ORDER BY earlier.occurred_at DESC, earlier.id DESC)
@@ -378,6 +394,6 @@ CROSS JOIN LATERAL (
           ORDER BY e.occurred_at, e.id
           LIMIT %(neighbour_span)s) AS later
 ) AS near
-WHERE source.id = ANY (%(source_ids)s::uuid[])
+WHERE %(use_neighbours)s AND source.id IN (SELECT id FROM sources)
   AND source.project_id = %(project_id)s AND source.subject_id = %(subject_id)s
 """

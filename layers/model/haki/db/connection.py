@@ -155,6 +155,7 @@ class Database:
         self._probe_after_idle_s = probe_after_idle_s
         self._conn: psycopg.Connection | None = None
         self._last_used = 0.0
+        self._sibling: Database | None = None
 
     def conninfo(self) -> str:
         """The URL to connect with now (a callable mints it afresh each time)."""
@@ -210,10 +211,22 @@ class Database:
         with count_protocol(self.connection()) as counts:
             yield counts
 
+    def sibling(self) -> "Database":
+        """A second handle on the same database, with its own connection (opened on first
+        use, replaced when dropped, closed with this one), for work that runs beside this
+        handle's transaction: the context call's nearest events (``assembler.retrieval``)."""
+        if self._sibling is None:
+            self._sibling = Database(self._conninfo,
+                                     statement_timeout_ms=self._statement_timeout_ms,
+                                     probe_after_idle_s=self._probe_after_idle_s)
+        return self._sibling
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._sibling is not None:
+            self._sibling.close()
 
     def _begin(self, project_id: str | None) -> tuple[psycopg.Connection, ExitStack]:
         """Open a transaction and set its scope; replace a dead kept connection once (the
@@ -242,7 +255,7 @@ class Database:
 
     @contextmanager
     def transaction(
-        self, project_id: str | None = None, *, pipeline: bool = False
+        self, project_id: str | None = None, *, pipeline: bool = False, read_only: bool = False
     ) -> Iterator[psycopg.Connection]:
         """A transaction, scoped to ``project_id`` for row-level security when given.
 
@@ -255,11 +268,13 @@ class Database:
         connection idle for long is probed first; one that dies while busy fails that call.
         A connection lost becomes :class:`ServiceUnavailable`; nothing is half-written because
         the transaction rolls back with it. The key's project is checked before the commit
-        (pipelined) or before any work (plain).
+        (pipelined) or before any work (plain). ``read_only`` (pipelined only): the server
+        refuses any write, so COMMIT leaves with the block's statements and the key's project
+        is checked once their one round trip is back.
         """
         try:
             if pipeline:
-                with self._pipelined(project_id) as conn:
+                with self._pipelined(project_id, read_only=read_only) as conn:
                     yield conn
             else:
                 conn, stack = self._begin(project_id)
@@ -277,24 +292,28 @@ class Database:
             self._last_used = time.monotonic()
 
     @contextmanager
-    def _pipelined(self, project_id: str | None) -> Iterator[psycopg.Connection]:
+    def _pipelined(self, project_id: str | None, *, read_only: bool = False
+                   ) -> Iterator[psycopg.Connection]:
         """BEGIN and the scope queued, the caller's statements, the scope checked, COMMIT —
-        without psycopg's transaction helper, which syncs after BEGIN and before COMMIT."""
+        without psycopg's transaction helper, which syncs after BEGIN and before COMMIT.
+        Read-only, the check waits for the commit: there is nothing it could let through."""
         conn = self._probed_connection()
         committed = False
         try:
             with conn.pipeline():
-                conn.execute("BEGIN")
+                conn.execute("BEGIN READ ONLY" if read_only else "BEGIN")
                 scope = set_scope(
                     conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
                 yield conn
-                if project_id is not None:
+                if project_id is not None and not read_only:
                     check_scope(scope, project_id)
                 conn.execute("COMMIT")
             committed = True
         finally:
             if not committed:
                 self._roll_back(conn)
+        if project_id is not None and read_only:
+            check_scope(scope, project_id)
 
     def _roll_back(self, conn: psycopg.Connection) -> None:
         """End what a failed pipelined transaction left open; drop a connection that cannot."""

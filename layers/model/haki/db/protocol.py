@@ -8,8 +8,8 @@ messages follow sent ones instead over-counts a pipeline: a server that flushes 
 early (its output buffer is 8 kB) lands between two statements the client is still sending,
 which no one waits for. A **statement** is one
 ``Execute`` (extended protocol, what psycopg sends) or ``Query`` (simple protocol) message;
-transaction control (BEGIN, COMMIT, ROLLBACK) is counted apart. Nothing is hand-kept: the
-counts are what went over the connection, pipelining included.
+transaction control (BEGIN [READ ONLY], COMMIT, ROLLBACK) is counted apart. Nothing is
+hand-kept: the counts are what went over the connection, pipelining included.
 """
 
 import re
@@ -23,7 +23,7 @@ from psycopg import pq
 
 _MESSAGE = re.compile(r"^([FB])\t\d+\t(\w+)(?:\t (.*))?$")
 #: The statement text of a ``Parse`` (``"" "BEGIN" 0``) or ``Query`` (``"BEGIN"``) message.
-_CONTROL = re.compile(r'^(?:"" )?"(BEGIN|COMMIT|ROLLBACK)"', re.IGNORECASE)
+_CONTROL = re.compile(r'^(?:"" )?"(BEGIN|BEGIN READ ONLY|COMMIT|ROLLBACK)"', re.IGNORECASE)
 
 
 @dataclass
