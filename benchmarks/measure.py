@@ -133,7 +133,7 @@ class Protocol:
     """What went over the wire per context call (``haki.db.protocol``), BEGIN/COMMIT apart:
     the assembler's, and the whole request's as the API edge makes it — the key looked up
     (the first call of a key in a process, ``cold``) or found in the identity cache (``warm``),
-    then the assembler. ``side_*``: the nearest events' on the handle's second connection
+    then the assembler. ``side_*``: the nearest facts' on the handle's second connection
     (``parallel_arms``), whose round trip runs beside the call's vector-arm round trip."""
 
     statements: list[int]
@@ -186,15 +186,10 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone (with their planner settings, rows
     fetched), inside the scoped transaction: the seed's facts statement, or the fused
-    ranking's arms — the text arm, then the vector arm's round trip, the nearest events
-    beside it on the second connection as a call sends them (``parallel_arms``); the nearest
-    events bring the neighbours of their nearest few (a call's text-arm episodes are no
-    sources here)."""
+    ranking's arms as a call sends them — the text arm, then the vector arm's round trip, the
+    nearest facts beside it on the second connection (``parallel_arms``); the nearest events
+    bring the neighbours of their nearest few and of the text arm's episodes."""
     config = ctx.naive_config if naive else ctx.config
-    fused = config.ranking == "fused"
-    statements = (list(FUSED_STATEMENTS.values()) if fused else
-                  [(assembler_sql.PLANNER_SETTINGS,
-                    assembler_sql.FACT_CANDIDATES[config.fact_candidates])])
     db = Database(ctx.app_url)
     samples: list[float] = []
     try:
@@ -202,10 +197,12 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
             params = query_parameters(_request(q), q.vector, config)
             with ctx.tenant(q), db.transaction(q.project_id) as conn, conn.pipeline():
                 started = time.perf_counter()
-                cursors = [_send(conn, planner, statement, params)
-                           for planner, statement in statements[:-1 if fused else None]]
-                if fused:
-                    cursors.append(_nearest_events(db, conn, config, params))
+                if config.ranking == "fused":
+                    cursors = _fused_arms(db, conn, config, params)
+                else:
+                    cursors = [_send(conn, assembler_sql.PLANNER_SETTINGS,
+                                     assembler_sql.FACT_CANDIDATES[config.fact_candidates],
+                                     params)]
                 for cursor in cursors:
                     cursor.fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0
@@ -223,16 +220,25 @@ def _send(conn: psycopg.Connection, planner: str, statement: str,
     return conn.cursor(binary=True).execute(statement, params)
 
 
-def _nearest_events(db: Database, conn: psycopg.Connection, config: RetrievalConfig,
-                    params: dict[str, Any]) -> psycopg.Cursor:
-    """The nearest events, sent as a call sends them: on the second connection while the
-    nearest facts run (their cursor is read after), or after them on this one."""
-    planner, statement = FUSED_STATEMENTS["nearest_events"]
+def _fused_arms(db: Database, conn: psycopg.Connection, config: RetrievalConfig,
+                params: dict[str, Any]) -> list[psycopg.Cursor]:
+    """The fused arms in the order ``retrieval.retrieve_fused`` sends them (the text arm read
+    before the events leave: its episodes are neighbour sources)."""
+    text = _send(conn, *FUSED_STATEMENTS["text_arm"], params)
     if not config.parallel_arms:
-        return _send(conn, planner, statement, params)
+        params["text_event_ids"] = _text_events(text)
+        return [_send(conn, *FUSED_STATEMENTS[arm], params)
+                for arm in ("nearest_facts", "nearest_events")]
     with db.sibling().transaction(params["project_id"], pipeline=True,
                                   read_only=True) as side:
-        return _send(side, planner, statement, params)
+        facts = _send(side, *FUSED_STATEMENTS["nearest_facts"], params)
+        params["text_event_ids"] = _text_events(text)
+        events = _send(conn, *FUSED_STATEMENTS["nearest_events"], params)
+    return [facts, events]
+
+
+def _text_events(text_arm: psycopg.Cursor) -> list[UUID]:
+    return [row[1] for row in text_arm.fetchall() if row[0] == "event"]
 
 
 #: A vector literal in a plan: 384 numbers that say nothing to the reader.

@@ -136,7 +136,7 @@ def run_scenario(
                 [float(n) for n in wire.request_round_trips_cold]),
             "request_round_trips_warm_mean": _mean(
                 [float(n) for n in wire.request_round_trips_warm]),
-            # The nearest events on the second connection, beside the vector-arm round trip.
+            # The nearest facts on the second connection, beside the vector-arm round trip.
             "side_statements_mean": _mean([float(n) for n in wire.side_statements]),
             "side_round_trips_mean": _mean([float(n) for n in wire.side_round_trips]),
             "trace_rows_mean": _mean([float(n) for n in traced]),

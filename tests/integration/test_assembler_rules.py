@@ -744,7 +744,7 @@ def test_neighbours_of_a_source_beyond_the_nearest_events(
 def test_parallel_arms_change_nothing_but_the_connection(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:
-    """The nearest events on the second connection or after the facts on the first: the
+    """The nearest facts on the second connection or before the events on the first: the
     same packet, the same decisions."""
     for i in range(12):
         seed.fact("note", f"invoice fact {i}", close(i, 0.05 * i))
@@ -796,8 +796,8 @@ def test_fused_trace_ranks_explain_the_fused_score(
 
 
 @pytest.mark.parametrize(("config", "main", "side"), [
-    # fused: scope, text arm, facts' breadth, nearest facts, trace; beside it (sibling
-    # connection): scope, events' breadth, nearest events with their neighbours.
+    # fused: scope, text arm, events' breadth, nearest events with their neighbours, trace;
+    # beside it (sibling connection): scope, facts' breadth, nearest facts.
     (FUSED, 5, 3),
     # fused, one connection: all of them on it.
     (replace(FUSED, parallel_arms=False), 7, 0),
@@ -813,8 +813,8 @@ def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database,
         ask("who is the manager", Q, config=config)
     assert (counts.statements, beside.statements) == (main, side)
     # fused: BEGIN, the scope and the text arm (sent before the vector is awaited, read once
-    # it is ready), the vector arm with the neighbours, the trace with COMMIT; the events
-    # beside it in one round trip, BEGIN to COMMIT, while the facts' is in flight. seed:
+    # it is ready), the nearest events with the neighbours, the trace with COMMIT; the facts
+    # beside it in one round trip, BEGIN to COMMIT, while the events' is in flight. seed:
     # facts and episodes, multi-hop, the trace.
     assert counts.round_trips == 3
     assert (beside.round_trips, beside.transaction_control) == ((1, 2) if side else (0, 0))

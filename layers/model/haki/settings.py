@@ -73,8 +73,8 @@ class Settings(BaseModel):
     #: (whole day partitions dropped by the scheduled job, haki/stats/partitions.py); inspect
     #: of an older trace is 404 ``trace_not_found``; the stats rollups are kept.
     trace_retention_days: int = Field(default=30, ge=1, le=36_500)
-    #: ``HAKI_PARALLEL_ARMS``: the context call searches the nearest events on a second
-    #: connection while its own searches the nearest facts (two connections per process; the
+    #: ``HAKI_PARALLEL_ARMS``: the context call searches the nearest facts on a second
+    #: connection while its own searches the nearest events (two connections per process; the
     #: call's transaction, its scope and its trace stay on the first). Off: both searches run
     #: one after the other on one connection.
     parallel_arms: bool = True

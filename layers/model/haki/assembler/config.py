@@ -137,8 +137,8 @@ class RetrievalConfig:
     use_multi_hop: bool = True
     use_episodes: bool = True
     use_neighbours: bool = True
-    #: Fused: the nearest events run on a second connection of the database handle
-    #: (``Database.sibling``), in parallel with the nearest facts (``HAKI_PARALLEL_ARMS``).
+    #: Fused: the nearest facts run on a second connection of the database handle
+    #: (``Database.sibling``), in parallel with the nearest events (``HAKI_PARALLEL_ARMS``).
     #: The same rows either way; it changes what the call waits for, not what it finds.
     parallel_arms: bool = True
 

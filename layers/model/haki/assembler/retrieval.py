@@ -148,26 +148,35 @@ class FusedRows:
 
 def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
                    text_arm: psycopg.Cursor, side: Database | None = None) -> FusedRows:
-    """Fused, second part (``params`` now holds the query vector). The text arm's rows first:
-    it ran while the question was embedded, and its episodes are neighbour sources the
-    events statement must know. Then the vector arm in one round trip: the nearest facts and
-    the nearest events (with their neighbourhood), each after the breadth of its own graph;
-    with a ``side`` handle (``Database.sibling``) the nearest events run there, in a
-    transaction of their own under the same key, while ``conn``'s server searches the facts.
-    They are merged by distance (ties by id) and ranked, the best ``vector_top_k`` kept; then
-    every row either arm returned, facts and events, once, with its arm ranks. A text-arm
-    row the vector arm did not return gets its distance here, from its stored embedding
-    (cosine distance in float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
-    text_rows = text_arm.fetchall()
-    params["text_event_ids"] = [row["id"] for row in text_rows if row["item"] == "event"]
-    facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
+    """Fused, second part (``params`` now holds the query vector): the text arm's rows (it
+    ran while the question was embedded; its episodes are neighbour sources the events
+    statement must know), and the vector arm in one round trip: the nearest facts and the
+    nearest events (with their neighbourhood), each after the breadth of its own graph. With
+    a ``side`` handle (``Database.sibling``) the nearest facts run there, in a read-only
+    transaction under the same key, sent before the text arm is read (they need nothing from
+    it), while ``conn``'s server searches the events. The rows are merged by distance (ties
+    by id) and ranked, the best ``vector_top_k`` kept; then every row either arm returned,
+    facts and events, once, with its arm ranks. A text-arm row the vector arm did not return
+    gets its distance here, from its stored embedding (cosine distance in float64, as
+    pgvector's ``<=>`` computes it to ~1e-7)."""
     if side is None:
+        text_rows = _read_text_arm(text_arm, params)
+        facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
         events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
     else:
-        # Sent while the facts search runs; the block's end (COMMIT) waits for the rows.
-        with side.transaction(params["project_id"], pipeline=True, read_only=True) as side_conn:
-            events = _send(side_conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+        # The block's end (COMMIT) waits for the facts, while the events run on ``conn``.
+        with side.transaction(params["project_id"], pipeline=True, read_only=True) as beside:
+            facts = _send(beside, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
+            text_rows = _read_text_arm(text_arm, params)
+            events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
     return _fused_rows(facts.fetchall(), events.fetchall(), text_rows, params)
+
+
+def _read_text_arm(text_arm: psycopg.Cursor, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The text arm's rows; its episodes become ``text_event_ids``."""
+    rows = text_arm.fetchall()
+    params["text_event_ids"] = [row["id"] for row in rows if row["item"] == "event"]
+    return rows
 
 
 def _send(conn: psycopg.Connection, settings: str, statement: str,

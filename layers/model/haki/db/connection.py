@@ -214,7 +214,7 @@ class Database:
     def sibling(self) -> "Database":
         """A second handle on the same database, with its own connection (opened on first
         use, replaced when dropped, closed with this one), for work that runs beside this
-        handle's transaction: the context call's nearest events (``assembler.retrieval``)."""
+        handle's transaction: the context call's nearest facts (``assembler.retrieval``)."""
         if self._sibling is None:
             self._sibling = Database(self._conninfo,
                                      statement_timeout_ms=self._statement_timeout_ms,
