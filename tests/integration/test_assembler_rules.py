@@ -705,40 +705,43 @@ def test_neighbours_come_in_around_the_best_episode(
 def test_neighbours_of_a_source_beyond_the_nearest_events(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:
-    """The neighbours come with the nearest events, before the fusion has picked its sources,
-    for every episode that can be one: the ``neighbour_sources`` nearest events and every
-    text-arm episode. Here the second source is a text-arm episode that is not among the
-    nearest events, and one of its neighbours was a nearest event cut from the vector arm's
-    top (so sent without its payload): it still comes in, whole."""
+    """The turns around every episode that can be a neighbour source come before the fusion
+    picks its sources: around the ``neighbour_sources`` nearest events (with the nearest
+    events) and around the text arm's episodes (with the text arm). Here the second source is
+    a text-arm episode that is not among the nearest events, and the turn after the first
+    source is a nearest event cut from the vector arm's top (so sent without its payload):
+    both bring their turns in, whole."""
     at = [NOW - timedelta(minutes=60 - i) for i in range(8)]
     best = seed.event("conversation.message", {"text": "the best turn"}, close(1, 0.1), at[0])
+    after_best = seed.event("conversation.message", {"text": "the turn after the best"},
+                            close(2, 0.5), at[1])
     pads = [seed.event("conversation.message", {"text": f"pad {i}"}, unit_vector(700 + i),
-                       at[1 + i]) for i in range(3)]
-    before = seed.event("conversation.message", {"text": "the turn before"}, close(2, 0.5),
+                       at[2 + i]) for i in range(3)]
+    before = seed.event("conversation.message", {"text": "the turn before"}, unit_vector(720),
                         at[5])
     zebra = seed.event("conversation.message", {"text": "a zebra crossing"}, close(4, 0.6),
                        at[6])
     after = seed.event("conversation.message", {"text": "the turn after"}, unit_vector(710),
                        at[7])
     seed.fact("note", "a close fact", close(3, 0.2))
-    # The vector arm keeps 2 rows (the best turn, the fact), the events statement's nearest 2
-    # are the best turn and the turn before; 2 sources: the best turn, then the zebra turn.
+    # The vector arm keeps 2 rows (the best turn, the fact); the events statement's nearest 2
+    # are the best turn and the one after it; 2 sources: the best turn, then the zebra turn.
     config = replace(FUSED, vector_top_k=2, neighbour_sources=2, recall_max_distance=0.0)
     result = ask("zebra", Q, budget=5000, config=config)
     rows = decisions_by_event(owner_conn, result)
     assert (rows[best]["vector_rank"], rows[zebra]["vector_rank"]) == (1, None)
     assert rows[zebra]["text_arm_rank"] == 1
-    for neighbour in (before, after, pads[2]):
+    for neighbour, source in ((after_best, best), (pads[0], best), (before, zebra),
+                              (pads[2], zebra), (after, zebra)):
         assert (rows[neighbour]["reason_code"], rows[neighbour]["expanded_from"]) == (
-            "neighbour_expansion", zebra)
-    for neighbour in pads[:2]:
-        assert rows[neighbour]["expanded_from"] == best
+            "neighbour_expansion", source)
     excerpts = {e.event_id: e.excerpt for e in result.response.packet.episodes}
+    assert excerpts[after_best] == "the turn after the best"
     assert excerpts[before] == "the turn before" and excerpts[after] == "the turn after"
     # Without the text arm the zebra turn is no candidate, and lends nothing.
     alone = decisions_by_event(owner_conn, ask("zebra", Q, budget=5000,
                                                config=replace(config, use_text_arm=False)))
-    assert zebra not in alone and after not in alone
+    assert zebra not in alone and after not in alone and after_best in alone
 
 
 def test_parallel_arms_change_nothing_but_the_connection(

@@ -117,24 +117,34 @@ def send_text_arm(conn: psycopg.Connection, params: dict[str, Any]) -> psycopg.C
 
 @dataclass(frozen=True)
 class Neighbourhood:
-    """The neighbouring turns the nearest-events statement returned for every episode that
-    can be a source (sql.NEAREST_EVENTS): ``rows`` (``item`` 'neighbour'), and the nearest
-    events by id, the rows of the neighbours it sent without their payload."""
+    """The neighbouring turns of every episode that can be a neighbour source
+    (sql.TEXT_ARM_CANDIDATES): ``rows`` (``item`` 'neighbour'; the text arm's bring their
+    embedding, the nearest events' their distance), the nearest events by id (the rows of
+    the turns sent without their payload), and the query vector (float64)."""
 
     rows: list[dict[str, Any]]
     nearest: dict[UUID, dict[str, Any]]
+    query: np.ndarray
 
     def links(self, source_ids: Sequence[UUID], candidate_ids: set[UUID]) -> list[NeighbourLink]:
-        """The links of ``source_ids``, the best source first, each source's turns in order;
-        a neighbour among ``candidate_ids`` by id only, any other with its row."""
+        """The links of ``source_ids``, the best source first, each source's turns in order
+        (a source whose turns both statements brought, once); a neighbour among
+        ``candidate_ids`` by id only, any other with its row."""
         order = {source: position for position, source in enumerate(source_ids)}
-        rows = sorted((row for row in self.rows if row["source_id"] in order),
-                      key=lambda row: (order[row["source_id"]], row["step"]))
+        rows = {(row["source_id"], row["step"]): row for row in reversed(self.rows)
+                if row["source_id"] in order}
         return [NeighbourLink(
-            source_id=row["source_id"], offset=row["step"], neighbour_id=row["id"],
-            episode=None if row["id"] in candidate_ids else EpisodeCandidate.from_row(
-                row if row["payload"] is not None else self.nearest[row["id"]]))
-            for row in rows]
+            source_id=source, offset=step, neighbour_id=row["id"],
+            episode=None if row["id"] in candidate_ids else self._episode(row))
+            for (source, step), row in sorted(rows.items(),
+                                              key=lambda kv: (order[kv[0][0]], kv[0][1]))]
+
+    def _episode(self, row: dict[str, Any]) -> EpisodeCandidate:
+        if row["payload"] is None:  # sent without it: a nearest event (text-arm rows are
+            return EpisodeCandidate.from_row(self.nearest[row["id"]])  # always candidates)
+        if row.get("distance") is None:
+            row["distance"] = cosine_distance(self.query, row["embedding"].to_numpy())
+        return EpisodeCandidate.from_row(row)
 
 
 @dataclass(frozen=True)
@@ -160,23 +170,26 @@ def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
     gets its distance here, from its stored embedding (cosine distance in float64, as
     pgvector's ``<=>`` computes it to ~1e-7)."""
     if side is None:
-        text_rows = _read_text_arm(text_arm, params)
+        text_rows, text_neighbours = _read_text_arm(text_arm, params)
         facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
         events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
     else:
         # The block's end (COMMIT) waits for the facts, while the events run on ``conn``.
         with side.transaction(params["project_id"], pipeline=True, read_only=True) as beside:
             facts = _send(beside, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
-            text_rows = _read_text_arm(text_arm, params)
+            text_rows, text_neighbours = _read_text_arm(text_arm, params)
             events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
-    return _fused_rows(facts.fetchall(), events.fetchall(), text_rows, params)
+    return _fused_rows(facts.fetchall(), events.fetchall(), text_rows, text_neighbours, params)
 
 
-def _read_text_arm(text_arm: psycopg.Cursor, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """The text arm's rows; its episodes become ``text_event_ids``."""
+def _read_text_arm(text_arm: psycopg.Cursor, params: dict[str, Any]
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The text arm's rows and the turns around its episodes; the episodes become
+    ``text_event_ids``."""
     rows = text_arm.fetchall()
-    params["text_event_ids"] = [row["id"] for row in rows if row["item"] == "event"]
-    return rows
+    hits = [row for row in rows if row["item"] != "neighbour"]
+    params["text_event_ids"] = [row["id"] for row in hits if row["item"] == "event"]
+    return hits, [row for row in rows if row["item"] == "neighbour"]
 
 
 def _send(conn: psycopg.Connection, settings: str, statement: str,
@@ -187,15 +200,17 @@ def _send(conn: psycopg.Connection, settings: str, statement: str,
 
 
 def _fused_rows(facts: list[dict[str, Any]], events: list[dict[str, Any]],
-                text_rows: list[dict[str, Any]], params: dict[str, Any]) -> FusedRows:
+                text_rows: list[dict[str, Any]], text_neighbours: list[dict[str, Any]],
+                params: dict[str, Any]) -> FusedRows:
+    query = np.asarray(params["query_vector"], dtype=np.float64)
     nearest = [row for row in events if row["item"] == "event"]
-    neighbourhood = Neighbourhood(rows=[row for row in events if row["item"] == "neighbour"],
-                                  nearest={row["id"]: row for row in nearest})
+    neighbourhood = Neighbourhood(
+        rows=text_neighbours + [row for row in events if row["item"] == "neighbour"],
+        nearest={row["id"]: row for row in nearest}, query=query)
     merged = sorted(facts + nearest,
                     key=lambda row: (row["distance"], row["id"]))[:params["vector_top_k"]]
     hits = {(row["item"], row["id"]): ArmHit(_candidate(row), rank, None)
             for rank, row in enumerate(merged, start=1)}
-    query = np.asarray(params["query_vector"], dtype=np.float64)
     for row in text_rows:
         key = (row["item"], row["id"])
         found = hits.get(key)

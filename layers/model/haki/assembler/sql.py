@@ -91,6 +91,13 @@ FACT_COLUMNS = """
     END AS horizon_passed"""
 
 
+#: FACT_COLUMNS for a row that is no fact (a neighbouring turn beside the text arm's rows):
+#: the same columns, in the same order, NULL.
+FACT_COLUMNS_ABSENT = """
+    NULL::text, NULL::jsonb, NULL::real, NULL::timestamptz, NULL::uuid[], NULL::text,
+    NULL::boolean, NULL::boolean"""
+
+
 def score_components(tsquery: str) -> str:
     """The three terms of the hybrid score of fact ``f``, text rank against ``tsquery``."""
     return f"""
@@ -281,14 +288,56 @@ terms AS (
 """
 
 
-#: The fused ranking's two arms over facts and events, one statement each; the fusion is
-#: ``fusion.py``'s, which joins their rows by (item, id).
+def neighbours_of(sources: str) -> str:
+    """The ``neighbour_span`` events before and after each event of ``sources`` (an SQL
+    relation with an ``id`` column) in the scope, in ``occurred_at`` order, ties by id
+    (``events_scope_idx``): ``FROM`` … ``WHERE`` over ``source`` (the source event) and
+    ``near`` (the neighbour, with its ``step``: the offset in turns, negative before)."""
+    return f"""
+events AS source
+CROSS JOIN LATERAL (
+    SELECT earlier.*, -row_number() OVER (ORDER BY earlier.occurred_at DESC, earlier.id DESC)
+           AS step
+    FROM (SELECT e.id, e.kind, e.payload, e.occurred_at, e.embedding
+          FROM events AS e
+          WHERE e.project_id = source.project_id AND e.subject_id = source.subject_id
+            AND e.occurred_at <= source.occurred_at
+            AND (e.occurred_at < source.occurred_at OR e.id < source.id)
+          ORDER BY e.occurred_at DESC, e.id DESC
+          LIMIT %(neighbour_span)s) AS earlier
+    UNION ALL
+    SELECT later.*, row_number() OVER (ORDER BY later.occurred_at, later.id)
+    FROM (SELECT e.id, e.kind, e.payload, e.occurred_at, e.embedding
+          FROM events AS e
+          WHERE e.project_id = source.project_id AND e.subject_id = source.subject_id
+            AND e.occurred_at >= source.occurred_at
+            AND (e.occurred_at > source.occurred_at OR e.id > source.id)
+          ORDER BY e.occurred_at, e.id
+          LIMIT %(neighbour_span)s) AS later
+) AS near
+WHERE %(use_neighbours)s AND source.id IN (SELECT id FROM {sources})
+  AND source.project_id = %(project_id)s AND source.subject_id = %(subject_id)s"""
+
+
+#: The fused ranking's two arms over facts and events; the fusion is ``fusion.py``'s, which
+#: joins their rows by (item, id).
 #: Text arm: ``haki_idf_search`` (0015), the BM25 idf of the query terms a row holds, over
 #: the scope's active facts and events pooled, statistics kept on write, the best
 #: ``text_top_k`` ranked. It needs no query vector, so the assembler sends it, pipelined with
 #: BEGIN, the scope and the planner settings, while the question is still being embedded; each
 #: row brings its stored embedding instead of a distance (the recall floor gates text-arm rows
 #: too), which the assembler compares with the query vector once it has it.
+#: Neighbour sources: the fusion (in Python, after the vector arm) picks the
+#: ``neighbour_sources`` best episodes, whose turns around them it raises. Which episodes can
+#: be one: an episode that only the vector arm returned ranks below every nearer event, each
+#: of which scores more (the reciprocal rank falls with the rank) and passes the recall floor
+#: if it does, so it is a source only if it is one of the ``neighbour_sources`` nearest
+#: events (``NEAREST_EVENTS`` brings their turns); every other candidate episode is a row of
+#: this arm, whose turns come with it (``item`` 'neighbour', ``source_id``, ``step``; their
+#: embedding, the query vector not being known yet; without the payload when the turn is a
+#: row of the arm itself). So the turns of any source the fusion picks are at hand without a
+#: round trip after it, and this part runs while the question is embedded; the assembler
+#: keeps the links of the sources picked (``retrieval.Neighbourhood``).
 TEXT_ARM_CANDIDATES = f"""
 WITH {TERMS_CTE},
 arm AS MATERIALIZED (
@@ -299,14 +348,23 @@ arm AS MATERIALIZED (
         %(subject_id)s, terms.terms, %(use_episodes)s, %(text_candidates)s, %(text_top_k)s)
         AS hit
     WHERE %(use_text_arm)s
-)
+),
+sources AS (SELECT a.id FROM arm AS a WHERE a.item = 'event')
 SELECT a.item, a.id, a.text_arm_rank, a.text_rank,
        CASE a.item WHEN 'fact' THEN f.embedding ELSE e.embedding END AS embedding,
        {FACT_COLUMNS},
-       e.kind, {excerpt_payload("e")} AS payload, e.occurred_at
+       e.kind, {excerpt_payload("e")} AS payload, e.occurred_at,
+       NULL::uuid AS source_id, NULL::bigint AS step
 FROM arm AS a
 LEFT JOIN facts AS f ON a.item = 'fact' AND f.id = a.id
 LEFT JOIN events AS e ON a.item = 'event' AND e.id = a.id
+UNION ALL
+SELECT 'neighbour', near.id, NULL, NULL, near.embedding, {FACT_COLUMNS_ABSENT},
+       near.kind,
+       CASE WHEN near.id IN (SELECT id FROM sources) THEN NULL
+            ELSE {excerpt_payload("near")} END,
+       near.occurred_at, source.id, near.step
+FROM {neighbours_of("sources")}
 """
 
 #: Vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE) and as many events of
@@ -334,19 +392,11 @@ FROM nearest AS n
 JOIN facts AS f ON f.ctid = n.ctid
 """
 
-#: Nearest events, with the neighbouring turns of every episode that can be among the
-#: ``neighbour_sources`` best after the fusion, in the same statement (the fusion runs in
-#: Python, so the sources are not known yet; a statement of their own after it cost a round
-#: trip). Which episodes can be sources: an episode that only the vector arm returned ranks
-#: below every nearer event, each of which scores more (the reciprocal rank falls with the
-#: rank) and passes the recall floor if it does, so it is a source only if it is one of the
-#: ``neighbour_sources`` nearest; every other candidate episode is a text-arm row, whose ids
-#: the assembler has read before sending this (``text_event_ids``). The assembler keeps the
-#: links of the sources the fusion then picks (``retrieval.Neighbourhood``).
-#: Rows: ``item`` 'event' (the nearest, ``source_id``/``step`` NULL) or 'neighbour': the
-#: ``neighbour_span`` events before and after a source (same scope, in ``occurred_at`` order,
-#: ties by id; ``events_scope_idx``) with their offset in turns (negative: before), without
-#: the payload when the assembler has the row already (a nearest event or a text-arm row).
+#: Nearest events (as the nearest facts), with the turns around the ``neighbour_sources``
+#: nearest of them (the vector arm's possible neighbour sources, see TEXT_ARM_CANDIDATES):
+#: rows with ``item`` 'event' (``source_id``/``step`` NULL) or 'neighbour' (its distance;
+#: without the payload when the assembler has the row already: a nearest event, or a row of
+#: the text arm, ``text_event_ids``, read before this is sent).
 NEAREST_EVENTS = f"""
 WITH nearest AS MATERIALIZED (
     SELECT e.ctid, e.id, (e.embedding <=> %(query_vector)s)::float8 AS distance
@@ -357,11 +407,7 @@ WITH nearest AS MATERIALIZED (
     LIMIT %(vector_top_k)s
 ),
 sources AS (
-    SELECT best.id
-    FROM (SELECT n.id FROM nearest AS n ORDER BY n.distance, n.id
-          LIMIT %(neighbour_sources)s) AS best
-    UNION
-    SELECT unnest(%(text_event_ids)s::uuid[])
+    SELECT n.id FROM nearest AS n ORDER BY n.distance, n.id LIMIT %(neighbour_sources)s
 )
 SELECT 'event'::text AS item, n.id, n.distance, e.kind, {excerpt_payload("e")} AS payload,
        e.occurred_at, NULL::uuid AS source_id, NULL::bigint AS step
@@ -373,27 +419,5 @@ SELECT 'neighbour', near.id, (near.embedding <=> %(query_vector)s)::float8, near
                  OR near.id = ANY (%(text_event_ids)s::uuid[]) THEN NULL
             ELSE {excerpt_payload("near")} END,
        near.occurred_at, source.id, near.step
-FROM events AS source
-CROSS JOIN LATERAL (
-    SELECT earlier.*, -row_number() OVER (ORDER BY earlier.occurred_at DESC, earlier.id DESC)
-           AS step
-    FROM (SELECT e.id, e.kind, e.payload, e.occurred_at, e.embedding
-          FROM events AS e
-          WHERE e.project_id = source.project_id AND e.subject_id = source.subject_id
-            AND e.occurred_at <= source.occurred_at
-            AND (e.occurred_at < source.occurred_at OR e.id < source.id)
-          ORDER BY e.occurred_at DESC, e.id DESC
-          LIMIT %(neighbour_span)s) AS earlier
-    UNION ALL
-    SELECT later.*, row_number() OVER (ORDER BY later.occurred_at, later.id)
-    FROM (SELECT e.id, e.kind, e.payload, e.occurred_at, e.embedding
-          FROM events AS e
-          WHERE e.project_id = source.project_id AND e.subject_id = source.subject_id
-            AND e.occurred_at >= source.occurred_at
-            AND (e.occurred_at > source.occurred_at OR e.id > source.id)
-          ORDER BY e.occurred_at, e.id
-          LIMIT %(neighbour_span)s) AS later
-) AS near
-WHERE %(use_neighbours)s AND source.id IN (SELECT id FROM sources)
-  AND source.project_id = %(project_id)s AND source.subject_id = %(subject_id)s
+FROM {neighbours_of("sources")}
 """
