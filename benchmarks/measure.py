@@ -186,9 +186,9 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone (with their planner settings, rows
     fetched), inside the scoped transaction: the seed's facts statement, or the fused
-    ranking's arms as a call sends them — the text arm, then the vector arm's round trip, the
-    nearest facts beside it on the second connection (``parallel_arms``); the nearest events
-    bring the neighbours of their nearest few and of the text arm's episodes."""
+    ranking's arms as a call sends them — the text arm (with the turns around its episodes),
+    then the vector arm's round trip, the nearest facts beside it on the second connection
+    (``parallel_arms``); the nearest events bring the turns around their nearest few."""
     config = ctx.naive_config if naive else ctx.config
     db = Database(ctx.app_url)
     samples: list[float] = []
@@ -222,23 +222,20 @@ def _send(conn: psycopg.Connection, planner: str, statement: str,
 
 def _fused_arms(db: Database, conn: psycopg.Connection, config: RetrievalConfig,
                 params: dict[str, Any]) -> list[psycopg.Cursor]:
-    """The fused arms in the order ``retrieval.retrieve_fused`` sends them (the text arm read
-    before the events leave: its episodes are neighbour sources)."""
+    """The fused arms in the order ``retrieval.retrieve_fused`` sends them: the text arm,
+    its results taken in (a nested pipeline syncs), then the nearest facts beside the
+    nearest events."""
     text = _send(conn, *FUSED_STATEMENTS["text_arm"], params)
+    with conn.pipeline():
+        pass
     if not config.parallel_arms:
-        params["text_event_ids"] = _text_events(text)
-        return [_send(conn, *FUSED_STATEMENTS[arm], params)
-                for arm in ("nearest_facts", "nearest_events")]
+        return [text, *(_send(conn, *FUSED_STATEMENTS[arm], params)
+                        for arm in ("nearest_facts", "nearest_events"))]
     with db.sibling().transaction(params["project_id"], pipeline=True,
                                   read_only=True) as side:
         facts = _send(side, *FUSED_STATEMENTS["nearest_facts"], params)
-        params["text_event_ids"] = _text_events(text)
         events = _send(conn, *FUSED_STATEMENTS["nearest_events"], params)
-    return [facts, events]
-
-
-def _text_events(text_arm: psycopg.Cursor) -> list[UUID]:
-    return [row[1] for row in text_arm.fetchall() if row[0] == "event"]
+    return [text, facts, events]
 
 
 #: A vector literal in a plan: 384 numbers that say nothing to the reader.

@@ -69,8 +69,6 @@ def query_parameters(
         "use_neighbours": config.use_neighbours,
         "neighbour_span": config.neighbour_span,
         "neighbour_sources": config.neighbour_sources,
-        # The text arm's episodes, set once its rows are read (see sql.NEAREST_EVENTS).
-        "text_event_ids": [],
     }
 
 
@@ -140,8 +138,8 @@ class Neighbourhood:
                                               key=lambda kv: (order[kv[0][0]], kv[0][1]))]
 
     def _episode(self, row: dict[str, Any]) -> EpisodeCandidate:
-        if row["payload"] is None:  # sent without it: a nearest event (text-arm rows are
-            return EpisodeCandidate.from_row(self.nearest[row["id"]])  # always candidates)
+        if row["payload"] is None:  # sent without it: a nearest event, or a text-arm row
+            return EpisodeCandidate.from_row(self.nearest[row["id"]])  # (always a candidate)
         if row.get("distance") is None:
             row["distance"] = cosine_distance(self.query, row["embedding"].to_numpy())
         return EpisodeCandidate.from_row(row)
@@ -158,38 +156,41 @@ class FusedRows:
 
 def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
                    text_arm: psycopg.Cursor, side: Database | None = None) -> FusedRows:
-    """Fused, second part (``params`` now holds the query vector): the text arm's rows (it
-    ran while the question was embedded; its episodes are neighbour sources the events
-    statement must know), and the vector arm in one round trip: the nearest facts and the
-    nearest events (with their neighbourhood), each after the breadth of its own graph. With
-    a ``side`` handle (``Database.sibling``) the nearest facts run there, in a read-only
-    transaction under the same key, sent before the text arm is read (they need nothing from
-    it), while ``conn``'s server searches the events. The rows are merged by distance (ties
-    by id) and ranked, the best ``vector_top_k`` kept; then every row either arm returned,
-    facts and events, once, with its arm ranks. A text-arm row the vector arm did not return
-    gets its distance here, from its stored embedding (cosine distance in float64, as
-    pgvector's ``<=>`` computes it to ~1e-7)."""
+    """Fused, second part (``params`` now holds the query vector): the vector arm in one
+    round trip — the nearest facts and the nearest events (with the turns around the nearest
+    few), each after the breadth of its own graph — and the text arm's rows (with the turns
+    around its episodes), which ran while the question was embedded. With a ``side`` handle
+    (``Database.sibling``) the nearest facts run there, in a read-only transaction under the
+    same key, while ``conn``'s server searches the events. The text arm's results are taken
+    in first (a nested pipeline syncs: it ended during the embedding, so this is one short
+    round trip) and decoded while both servers search. The rows are merged by distance
+    (ties by id) and ranked, the best ``vector_top_k`` kept; then every row either arm
+    returned, facts and events, once, with its arm ranks. A text-arm row the vector arm did
+    not return gets its distance here, from its stored embedding (cosine distance in
+    float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
     if side is None:
-        text_rows, text_neighbours = _read_text_arm(text_arm, params)
+        with conn.pipeline():
+            pass  # the text arm's results in
         facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
         events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+        text_rows, text_neighbours = _read_text_arm(text_arm)
     else:
         # The block's end (COMMIT) waits for the facts, while the events run on ``conn``.
         with side.transaction(params["project_id"], pipeline=True, read_only=True) as beside:
             facts = _send(beside, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
-            text_rows, text_neighbours = _read_text_arm(text_arm, params)
+            with conn.pipeline():
+                pass  # the text arm's results in
             events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+            text_rows, text_neighbours = _read_text_arm(text_arm)
     return _fused_rows(facts.fetchall(), events.fetchall(), text_rows, text_neighbours, params)
 
 
-def _read_text_arm(text_arm: psycopg.Cursor, params: dict[str, Any]
+def _read_text_arm(text_arm: psycopg.Cursor
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The text arm's rows and the turns around its episodes; the episodes become
-    ``text_event_ids``."""
+    """The text arm's rows, and the turns around its episodes."""
     rows = text_arm.fetchall()
-    hits = [row for row in rows if row["item"] != "neighbour"]
-    params["text_event_ids"] = [row["id"] for row in hits if row["item"] == "event"]
-    return hits, [row for row in rows if row["item"] == "neighbour"]
+    return ([row for row in rows if row["item"] != "neighbour"],
+            [row for row in rows if row["item"] == "neighbour"])
 
 
 def _send(conn: psycopg.Connection, settings: str, statement: str,

@@ -2,10 +2,11 @@
 
 Statements per context call (see ``retrieval.py``), inside one transaction, besides the scope
 setting and the trace write:
-- ``fused`` (default): the text arm (sent while the question is embedded, read once the
-  vector is ready: the first round trip), then the facts' breadth + the nearest facts and the
-  events' breadth + the nearest events with the neighbouring turns of every possible
-  neighbour source, in one pipelined round trip — 7 in all with the scope and the trace;
+- ``fused`` (default): the text arm with the turns around its episodes (sent while the
+  question is embedded, its results taken in once the vector is ready: the first round
+  trip), then the facts' breadth + the nearest facts (on the second connection, see
+  ``retrieval.py``) and the events' breadth + the nearest events with the turns around the
+  nearest few, in one round trip — 7 in all with the scope and the trace;
 - ``seed``: planner settings, phase 1 + phase 2 for facts and the nearest episodes in one
   pipelined round trip, then an optional multi-hop statement — 6 at most.
 
@@ -395,8 +396,8 @@ JOIN facts AS f ON f.ctid = n.ctid
 #: Nearest events (as the nearest facts), with the turns around the ``neighbour_sources``
 #: nearest of them (the vector arm's possible neighbour sources, see TEXT_ARM_CANDIDATES):
 #: rows with ``item`` 'event' (``source_id``/``step`` NULL) or 'neighbour' (its distance;
-#: without the payload when the assembler has the row already: a nearest event, or a row of
-#: the text arm, ``text_event_ids``, read before this is sent).
+#: without the payload when the row is a nearest event, which the assembler has already).
+#: It needs nothing from the text arm, so it leaves as soon as the vector is ready.
 NEAREST_EVENTS = f"""
 WITH nearest AS MATERIALIZED (
     SELECT e.ctid, e.id, (e.embedding <=> %(query_vector)s)::float8 AS distance
@@ -415,8 +416,7 @@ FROM nearest AS n
 JOIN events AS e ON e.ctid = n.ctid
 UNION ALL
 SELECT 'neighbour', near.id, (near.embedding <=> %(query_vector)s)::float8, near.kind,
-       CASE WHEN near.id IN (SELECT n.id FROM nearest AS n)
-                 OR near.id = ANY (%(text_event_ids)s::uuid[]) THEN NULL
+       CASE WHEN near.id IN (SELECT n.id FROM nearest AS n) THEN NULL
             ELSE {excerpt_payload("near")} END,
        near.occurred_at, source.id, near.step
 FROM {neighbours_of("sources")}
