@@ -26,7 +26,7 @@ from haki.assembler import (
     compute_now,
 )
 from haki.assembler import sql as assembler_sql
-from haki.assembler.retrieval import query_parameters
+from haki.assembler.retrieval import fetch_arms, query_parameters, send_text_arm
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
@@ -186,9 +186,10 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone (with their planner settings, rows
     fetched), inside the scoped transaction: the seed's facts statement, or the fused
-    ranking's arms as a call sends them — the text arm (with the turns around its episodes),
-    then the vector arm's round trip, the nearest facts beside it on the second connection
-    (``parallel_arms``); the nearest events bring the turns around their nearest few."""
+    ranking's arms as a call sends and fetches them (``retrieval.fetch_arms``: the text arm
+    with the turns around its episodes, then the vector arm's round trip, the nearest facts
+    beside it on the second connection with ``parallel_arms``) — without the embedding to
+    hide the text arm, and without the merge."""
     config = ctx.naive_config if naive else ctx.config
     db = Database(ctx.app_url)
     samples: list[float] = []
@@ -198,44 +199,19 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
             with ctx.tenant(q), db.transaction(q.project_id) as conn, conn.pipeline():
                 started = time.perf_counter()
                 if config.ranking == "fused":
-                    cursors = _fused_arms(db, conn, config, params)
+                    side = db.sibling() if config.parallel_arms else None
+                    fetch_arms(conn, params, send_text_arm(conn, params), side)
                 else:
-                    cursors = [_send(conn, assembler_sql.PLANNER_SETTINGS,
-                                     assembler_sql.FACT_CANDIDATES[config.fact_candidates],
-                                     params)]
-                for cursor in cursors:
-                    cursor.fetchall()
+                    conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+                    conn.cursor(binary=True).execute(
+                        assembler_sql.FACT_CANDIDATES[config.fact_candidates],
+                        params).fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0
             if i >= warmup:
                 samples.append(elapsed)
     finally:
         db.close()
     return samples
-
-
-def _send(conn: psycopg.Connection, planner: str, statement: str,
-          params: dict[str, Any]) -> psycopg.Cursor:
-    if planner:
-        conn.execute(planner, params)
-    return conn.cursor(binary=True).execute(statement, params)
-
-
-def _fused_arms(db: Database, conn: psycopg.Connection, config: RetrievalConfig,
-                params: dict[str, Any]) -> list[psycopg.Cursor]:
-    """The fused arms in the order ``retrieval.retrieve_fused`` sends them: the text arm,
-    its results taken in (a nested pipeline syncs), then the nearest facts beside the
-    nearest events."""
-    text = _send(conn, *FUSED_STATEMENTS["text_arm"], params)
-    with conn.pipeline():
-        pass
-    if not config.parallel_arms:
-        return [text, *(_send(conn, *FUSED_STATEMENTS[arm], params)
-                        for arm in ("nearest_facts", "nearest_events"))]
-    with db.sibling().transaction(params["project_id"], pipeline=True,
-                                  read_only=True) as side:
-        facts = _send(side, *FUSED_STATEMENTS["nearest_facts"], params)
-        events = _send(conn, *FUSED_STATEMENTS["nearest_events"], params)
-    return [text, facts, events]
 
 
 #: A vector literal in a plan: 384 numbers that say nothing to the reader.

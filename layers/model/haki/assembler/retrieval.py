@@ -129,13 +129,15 @@ class Neighbourhood:
         (a source whose turns both statements brought, once); a neighbour among
         ``candidate_ids`` by id only, any other with its row."""
         order = {source: position for position, source in enumerate(source_ids)}
-        rows = {(row["source_id"], row["step"]): row for row in reversed(self.rows)
-                if row["source_id"] in order}
+        turns: dict[tuple[UUID, int], dict[str, Any]] = {}
+        for row in self.rows:
+            if row["source_id"] in order:
+                turns.setdefault((row["source_id"], row["step"]), row)
         return [NeighbourLink(
             source_id=source, offset=step, neighbour_id=row["id"],
             episode=None if row["id"] in candidate_ids else self._episode(row))
-            for (source, step), row in sorted(rows.items(),
-                                              key=lambda kv: (order[kv[0][0]], kv[0][1]))]
+            for (source, step), row in sorted(
+                turns.items(), key=lambda turn: (order[turn[0][0]], turn[0][1]))]
 
     def _episode(self, row: dict[str, Any]) -> EpisodeCandidate:
         if row["payload"] is None:  # sent without it: a nearest event, or a text-arm row
@@ -154,43 +156,43 @@ class FusedRows:
     neighbourhood: Neighbourhood
 
 
-def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
-                   text_arm: psycopg.Cursor, side: Database | None = None) -> FusedRows:
-    """Fused, second part (``params`` now holds the query vector): the vector arm in one
-    round trip — the nearest facts and the nearest events (with the turns around the nearest
-    few), each after the breadth of its own graph — and the text arm's rows (with the turns
-    around its episodes), which ran while the question was embedded. With a ``side`` handle
+@dataclass(frozen=True)
+class ArmRows:
+    """The fused arms' rows as fetched: the nearest facts, the nearest events with the turns
+    around the nearest few, the text arm with the turns around its episodes."""
+
+    facts: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    text: list[dict[str, Any]]
+
+
+def fetch_arms(conn: psycopg.Connection, params: dict[str, Any], text_arm: psycopg.Cursor,
+               side: Database | None = None) -> ArmRows:
+    """The vector arm in one round trip (``params`` now holds the query vector) — the
+    nearest facts and the nearest events, each after the breadth of its own graph — and the
+    text arm's rows, which ran while the question was embedded. With a ``side`` handle
     (``Database.sibling``) the nearest facts run there, in a read-only transaction under the
-    same key, while ``conn``'s server searches the events. The text arm's results are taken
-    in first (a nested pipeline syncs: it ended during the embedding, so this is one short
-    round trip) and decoded while both servers search. The rows are merged by distance
-    (ties by id) and ranked, the best ``vector_top_k`` kept; then every row either arm
-    returned, facts and events, once, with its arm ranks. A text-arm row the vector arm did
-    not return gets its distance here, from its stored embedding (cosine distance in
-    float64, as pgvector's ``<=>`` computes it to ~1e-7)."""
+    same key, while ``conn``'s server searches the events."""
     if side is None:
-        with conn.pipeline():
-            pass  # the text arm's results in
+        events, text = _events_and_text(conn, text_arm, params)
         facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
-        events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
-        text_rows, text_neighbours = _read_text_arm(text_arm)
     else:
         # The block's end (COMMIT) waits for the facts, while the events run on ``conn``.
         with side.transaction(params["project_id"], pipeline=True, read_only=True) as beside:
             facts = _send(beside, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
-            with conn.pipeline():
-                pass  # the text arm's results in
-            events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
-            text_rows, text_neighbours = _read_text_arm(text_arm)
-    return _fused_rows(facts.fetchall(), events.fetchall(), text_rows, text_neighbours, params)
+            events, text = _events_and_text(conn, text_arm, params)
+    return ArmRows(facts.fetchall(), events.fetchall(), text)
 
 
-def _read_text_arm(text_arm: psycopg.Cursor
-                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The text arm's rows, and the turns around its episodes."""
-    rows = text_arm.fetchall()
-    return ([row for row in rows if row["item"] != "neighbour"],
-            [row for row in rows if row["item"] == "neighbour"])
+def _events_and_text(conn: psycopg.Connection, text_arm: psycopg.Cursor,
+                     params: dict[str, Any]) -> tuple[psycopg.Cursor, list[dict[str, Any]]]:
+    """The text arm's results taken in (a nested pipeline syncs: the arm ended during the
+    embedding, so this is one short round trip), the nearest events sent, and the text
+    arm's rows decoded while the server searches."""
+    with conn.pipeline():
+        pass
+    events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+    return events, text_arm.fetchall()
 
 
 def _send(conn: psycopg.Connection, settings: str, statement: str,
@@ -200,15 +202,21 @@ def _send(conn: psycopg.Connection, settings: str, statement: str,
     return conn.cursor(row_factory=dict_row, binary=True).execute(statement, params)
 
 
-def _fused_rows(facts: list[dict[str, Any]], events: list[dict[str, Any]],
-                text_rows: list[dict[str, Any]], text_neighbours: list[dict[str, Any]],
-                params: dict[str, Any]) -> FusedRows:
+def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
+                   text_arm: psycopg.Cursor, side: Database | None = None) -> FusedRows:
+    """Fused, second part: the arms' rows (:func:`fetch_arms`) merged by distance (ties by
+    id) and ranked, the best ``vector_top_k`` kept; then every row either arm returned,
+    facts and events, once, with its arm ranks. A text-arm row the vector arm did not return
+    gets its distance here, from its stored embedding (cosine distance in float64, as
+    pgvector's ``<=>`` computes it to ~1e-7)."""
+    rows = fetch_arms(conn, params, text_arm, side)
     query = np.asarray(params["query_vector"], dtype=np.float64)
-    nearest = [row for row in events if row["item"] == "event"]
+    nearest = [row for row in rows.events if row["item"] == "event"]
+    text_rows = [row for row in rows.text if row["item"] != "neighbour"]
     neighbourhood = Neighbourhood(
-        rows=text_neighbours + [row for row in events if row["item"] == "neighbour"],
+        rows=[row for row in rows.text + rows.events if row["item"] == "neighbour"],
         nearest={row["id"]: row for row in nearest}, query=query)
-    merged = sorted(facts + nearest,
+    merged = sorted(rows.facts + nearest,
                     key=lambda row: (row["distance"], row["id"]))[:params["vector_top_k"]]
     hits = {(row["item"], row["id"]): ArmHit(_candidate(row), rank, None)
             for rank, row in enumerate(merged, start=1)}
