@@ -24,24 +24,33 @@ Indexes relied upon (migrations):
 from haki.assembler.config import CandidateStrategy
 
 
-def _planner_settings(graph_rows: str) -> str:
+def _planner_settings(table: str) -> str:
     """Transaction-local planner settings for the vector arms (RDS-Proxy-safe: nothing outlives
     the transaction). pgvector's HNSW scan returns at most ``ef_search`` rows and the scope
     filter applies after the scan, so a scope that is a small slice of the table would get a
     handful of rows out of 64. Iterative scans (pgvector 0.8) keep scanning until ``LIMIT`` rows
     pass the filter (or ``max_scan_tuples`` is reached); ``relaxed_order`` is never worse than
     ``strict_order`` in recall and faster, and the CTEs below re-sort their few rows exactly.
-    The search breadth follows the size of the graph, i.e. of the table (``pg_class.reltuples``,
-    kept by ANALYZE/VACUUM): one unit per ``hnsw_rows_per_ef`` facts, between
+    The search breadth follows the size of the graph searched (``pg_class.reltuples``, kept by
+    ANALYZE/VACUUM and set by an index build): one unit per ``hnsw_rows_per_ef`` rows, between
     ``hnsw_ef_search_min`` and pgvector's maximum. A larger graph needs a wider search to keep
     recall — for a scope of the whole table as for a slice of it — a small one would only pay.
-    Small scopes do not use HNSW at all: the planner scans them exactly through the scope index.
-    ``graph_rows``: an SQL expression, the row count of the graph(s) searched."""
+    The graph searched is the scope's own when it has a valid one (``haki.db.scope_graphs``:
+    a big subject's partial index, ``%(<table>_graph)s`` its name, which the planner then
+    prefers), else the table's. Small scopes do not use HNSW at all: the planner scans them
+    exactly through the scope index."""
     return f"""
 SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
        set_config('hnsw.ef_search',
                   least(%(ef_search_max)s, greatest(%(ef_search_min)s,
-                        {graph_rows} / %(rows_per_ef)s))::int::text,
+                        coalesce((SELECT c.reltuples
+                                  FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+                                  WHERE i.indexrelid = to_regclass(%({table}_graph)s)
+                                    AND i.indrelid = '{table}'::regclass AND i.indisvalid
+                                    AND c.reltuples >= 0),
+                                 (SELECT reltuples FROM pg_class
+                                  WHERE oid = '{table}'::regclass))
+                        / %(rows_per_ef)s))::int::text,
                   true),
        set_config('hnsw.max_scan_tuples', %(max_scan_tuples)s, true)
 """
@@ -49,14 +58,12 @@ SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),
 
 #: The facts' graph sets the breadth of a search over it (the seed's facts statement, the fused
 #: ranking's nearest facts; the seed's episode arm takes 8 rows only).
-PLANNER_SETTINGS = _planner_settings(
-    "(SELECT reltuples FROM pg_class WHERE oid = 'facts'::regclass)")
+PLANNER_SETTINGS = _planner_settings("facts")
 #: Fused: the events' graph sets the breadth of the nearest events, set between the two
 #: statements. One breadth for both, set by the larger graph, searched the 200k events of a
 #: 1M-fact benchmark table at ef 1,000: 10.5 ms p50 against 3.3 ms at ef 200 (recall of the
 #: 128 nearest 0.998 and 0.970: ef 200 is the rule's value for a graph of that size).
-EVENTS_PLANNER_SETTINGS = _planner_settings(
-    "(SELECT reltuples FROM pg_class WHERE oid = 'events'::regclass)")
+EVENTS_PLANNER_SETTINGS = _planner_settings("events")
 
 #: The hard filters every fact arm applies before any score (docs/spec.md §4.1), minus the two that
 #: must be traced when they bite: open conflicts (``blocked``) and volatility (``excluded``).

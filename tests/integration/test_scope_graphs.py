@@ -1,0 +1,225 @@
+"""Scope graphs (haki.db.scope_graphs): a partial HNSW index per big subject, built and dropped
+by the reconciler as the owner, searched by the planner for that subject's statements, its
+rows setting the search breadth. Each test has a database of its own: the reconciler looks at
+every scope of the tables, and its indexes must not reach other tests."""
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import numpy as np
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from haki.assembler import DEFAULT_CONFIG, sql
+from haki.assembler.retrieval import query_parameters
+from haki.db import Database, Role
+from haki.db.migrate import apply_migrations
+from haki.db.scope_graphs import (
+    ADVISORY_LOCK_KEY,
+    ScopeGraphPolicy,
+    graph_name,
+    reconcile_scope_graphs,
+)
+from haki.models import ContextRequest
+from haki.settings import Settings
+from tests.conftest import acting_as_tenant
+
+#: A subject id that must travel as a quoted literal, never as SQL.
+ODD = "o'brien; DROP TABLE facts; --"
+POLICY = ScopeGraphPolicy(min_rows=20, max_share=0.7)
+
+
+def _vector(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _seed(conn: psycopg.Connection, project: str, subject: str, facts: int, events: int,
+          rng: np.random.Generator) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO facts (id, project_id, subject_id, predicate, value, embedding) "
+            "VALUES (%s, %s, %s, 'note', %s, %s)",
+            [(uuid.uuid4(), project, subject, json.dumps(f"{subject} fact {i}"), _vector(rng))
+             for i in range(facts)])
+        cur.executemany(
+            "INSERT INTO events (id, project_id, subject_id, kind, payload, occurred_at, "
+            "embedding) VALUES (%s, %s, %s, 'conversation.message', %s, %s, %s)",
+            [(uuid.uuid4(), project, subject, json.dumps({"text": f"turn {i}"}),
+              datetime(2026, 1, 1, tzinfo=UTC), _vector(rng)) for i in range(events)])
+
+
+@pytest.fixture
+def urls(fresh_database: Callable[[], dict[Role, str]]) -> Iterator[dict[Role, str]]:
+    """A migrated database holding: p1/big 60 facts + 40 events, p1/ODD 30 facts, p1/small 8
+    facts, p2/big 10 facts + 30 events (facts 108 in all, events 70)."""
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER])
+    rng = np.random.default_rng(7)
+    with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
+        register_vector(conn)
+        _seed(conn, "p1", "big", 60, 40, rng)
+        _seed(conn, "p1", ODD, 30, 0, rng)
+        _seed(conn, "p1", "small", 8, 0, rng)
+        _seed(conn, "p2", "big", 10, 30, rng)
+        conn.execute("ANALYZE facts, events")
+    yield urls
+
+
+def _graphs(owner_url: str) -> dict[str, tuple[str, bool]]:
+    """name → (index definition, valid) of every scope graph."""
+    with psycopg.connect(owner_url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid FROM pg_index AS i "
+            "JOIN pg_class AS c ON c.oid = i.indexrelid "
+            "WHERE c.relname LIKE '%\\_scope\\_hnsw\\_%'").fetchall()
+    return {name: (definition, valid) for name, definition, valid in rows}
+
+
+EXPECTED = {graph_name("facts", "p1", "big"), graph_name("facts", "p1", ODD),
+            graph_name("events", "p1", "big"), graph_name("events", "p2", "big")}
+
+
+def test_big_scopes_get_a_graph_of_their_own_and_a_second_run_keeps_them(
+        urls: dict[Role, str]) -> None:
+    first = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert set(first.created) == EXPECTED and not first.dropped and first.ran
+    graphs = _graphs(urls[Role.OWNER])
+    assert set(graphs) == EXPECTED and all(valid for _, valid in graphs.values())
+    # p1/small (8 facts) is under the floor, p2/big's 10 facts too; p1/big's 40 events are
+    # 57% of the events, under the share. The ids are in the predicate, quoted, never a name.
+    facts_big = graphs[graph_name("facts", "p1", "big")][0]
+    assert "WHERE ((project_id = 'p1'::text) AND (subject_id = 'big'::text))" in facts_big
+    assert "USING hnsw (embedding vector_cosine_ops)" in facts_big
+    assert "'o''brien; DROP TABLE facts; --'::text" in graphs[graph_name("facts", "p1", ODD)][0]
+    assert not any("big" in name or "p1" in name or "brien" in name for name in graphs)
+    second = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert not second.created and not second.dropped and set(second.kept) == EXPECTED
+
+
+def test_the_planner_searches_the_scope_graph_at_its_breadth(urls: dict[Role, str]) -> None:
+    reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    config = replace(DEFAULT_CONFIG, hnsw_rows_per_ef=1, hnsw_ef_search_min=1)
+    vector = _vector(np.random.default_rng(1))
+    db = Database(urls[Role.APP])
+    try:
+        with acting_as_tenant(urls[Role.OWNER], "p1"):
+            for subject, graph_rows in (("big", "60"), ("small", None)):
+                params = query_parameters(
+                    ContextRequest(project_id="p1", subject_id=subject, query="q"), vector,
+                    config)
+                with db.transaction("p1") as conn:
+                    conn.execute(sql.PLANNER_SETTINGS, params)
+                    ef = conn.execute("SHOW hnsw.ef_search").fetchone()
+                    # With a graph, its 60 rows; without, the table's 108.
+                    assert ef == (graph_rows or "108",)
+                    # Scopes this small are scanned exactly (as under ~10k rows in a real
+                    # table); with the exact plans off, the planner picks between graphs.
+                    conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
+                                 "SET LOCAL enable_bitmapscan = off")
+                    plan = "\n".join(row[0] for row in conn.execute(
+                        "EXPLAIN " + sql.NEAREST_FACTS, params).fetchall())
+                own = graph_name("facts", "p1", subject)
+                if graph_rows is None:
+                    assert "facts_embedding_hnsw" in plan and "_scope_hnsw_" not in plan, plan
+                else:
+                    assert own in plan and "facts_embedding_hnsw" not in plan, plan
+    finally:
+        db.close()
+
+
+def test_the_scope_graph_finds_what_the_exact_scan_found(urls: dict[Role, str]) -> None:
+    """The nearest facts and events of p1/big (and the turns around the nearest events)
+    through its own graphs — 60 and 40 rows searched at breadth 100, so exactly — are the
+    rows the exact scan returned before the graphs existed, at the same distances."""
+    params = query_parameters(ContextRequest(project_id="p1", subject_id="big", query="q"),
+                              _vector(np.random.default_rng(3)), DEFAULT_CONFIG)
+    db = Database(urls[Role.APP])
+
+    def nearest(*, graphs: bool) -> list[tuple[object, ...]]:
+        found = []
+        with db.transaction("p1") as conn:
+            if graphs:
+                conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
+                             "SET LOCAL enable_bitmapscan = off")
+            for settings, statement, graph in (
+                    (sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, graph_name("facts", "p1", "big")),
+                    (sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS,
+                     graph_name("events", "p1", "big"))):
+                conn.execute(settings, params)
+                plan = str(conn.execute("EXPLAIN " + statement, params).fetchall())
+                assert (graph in plan) == graphs
+                found.extend(sorted((row[0], str(row[1]), round(row[2], 6)) for row in
+                                    conn.execute(statement, params).fetchall()))
+        return found
+
+    try:
+        with acting_as_tenant(urls[Role.OWNER], "p1"):
+            before = nearest(graphs=False)
+            reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+            after = nearest(graphs=True)
+    finally:
+        db.close()
+    assert len([row for row in before if row[0] == "fact"]) == 60
+    assert before == after
+
+
+def test_graphs_follow_their_scopes_down_with_hysteresis(urls: dict[Role, str]) -> None:
+    reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    odd = graph_name("facts", "p1", ODD)
+    with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
+        # 30 → 12 facts: under min_rows (20), above half of it: the graph stays.
+        conn.execute("DELETE FROM facts WHERE id IN (SELECT id FROM facts WHERE subject_id = %s "
+                     "ORDER BY id LIMIT 18)", (ODD,))
+    run = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert odd in run.kept and not run.dropped
+    with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
+        conn.execute("DELETE FROM facts WHERE id IN (SELECT id FROM facts WHERE subject_id = %s "
+                     "ORDER BY id LIMIT 3)", (ODD,))  # 9 < 10: dropped
+    run = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert run.dropped == [odd] and odd not in _graphs(urls[Role.OWNER])
+    # No graphs allowed: every one goes.
+    run = reconcile_scope_graphs(urls[Role.OWNER], replace(POLICY, max_graphs=0))
+    assert set(run.dropped) == EXPECTED - {odd} and not _graphs(urls[Role.OWNER])
+
+
+def test_an_interrupted_build_is_dropped_and_built_again(
+        urls: dict[Role, str], pg_superuser_url: str) -> None:
+    reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    name = graph_name("events", "p2", "big")
+    database = conninfo_to_dict(urls[Role.OWNER])["dbname"]
+    superuser = make_conninfo(pg_superuser_url, dbname=database)
+    with psycopg.connect(superuser, autocommit=True) as conn:
+        # What a concurrent build cut off leaves behind: the index, marked invalid.
+        conn.execute("UPDATE pg_index SET indisvalid = false "
+                     "WHERE indexrelid = to_regclass(%s)", (name,))
+    assert _graphs(urls[Role.OWNER])[name][1] is False
+    run = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert run.dropped == [name] and run.created == [name]
+    assert _graphs(urls[Role.OWNER])[name][1] is True
+
+
+def test_dry_runs_deadlines_and_a_held_lock_change_nothing(urls: dict[Role, str]) -> None:
+    dry = reconcile_scope_graphs(urls[Role.OWNER], POLICY, dry_run=True)
+    assert set(dry.created) == EXPECTED and not _graphs(urls[Role.OWNER])
+    late = reconcile_scope_graphs(urls[Role.OWNER], POLICY, deadline=0.0)
+    assert set(late.deferred) == EXPECTED and not late.created
+    assert not _graphs(urls[Role.OWNER])
+    with psycopg.connect(urls[Role.OWNER], autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
+        busy = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert not busy.ran and not busy.created and not _graphs(urls[Role.OWNER])
+
+
+def test_the_policy_comes_from_the_settings() -> None:
+    policy = ScopeGraphPolicy.from_settings(Settings(
+        scope_graph_min_rows=500, scope_graph_max_share=0.25, scope_graphs_max=3))
+    assert (policy.min_rows, policy.max_share, policy.max_graphs) == (500, 0.25, 3)
+    assert policy.keep_rows == 250
+    with pytest.raises(ValueError):
+        ScopeGraphPolicy(max_share=0.0)
