@@ -104,6 +104,8 @@ def run_scenario(
             "scopes": len(scenario.dataset.scopes), "reused": load.reused,
             "copy_s": round(load.copy_s, 1), "index_build_s": round(load.index_s, 1),
             "analyze_s": round(load.analyze_s, 1),
+            "scope_graphs": load.scope_graphs,
+            "scope_graphs_build_s": round(load.scope_graphs_s, 1),
             "copy_rows_per_s": round(load.rows_per_s) if load.rows_per_s else None,
         },
         "scope_facts": scenario.scope_facts,

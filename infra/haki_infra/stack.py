@@ -20,7 +20,7 @@ from haki_infra.migrations import Migrations
 from haki_infra.monitoring import Monitoring
 from haki_infra.network import Network
 from haki_infra.proxy import Proxy
-from haki_infra.schedule import AggregationSchedule
+from haki_infra.schedule import FunctionSchedule
 
 
 @dataclass(frozen=True)
@@ -119,12 +119,25 @@ class HakiStack(Stack):
             function.node.add_dependency(self.migrations.resource)
 
         api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas)
-        AggregationSchedule(
+        FunctionSchedule(
             self,
             "AggregationSchedule",
             function=lambdas["aggregate"],
             minutes=config.aggregation_rate_minutes,
+            description="Roll context calls up into the stats buckets",
         )
+        if config.scope_graph_rate_minutes > 0:
+            # The owner task (haki.db.scope_graphs) runs where the owner secret is readable;
+            # an interrupted build is dropped and built again by the next run.
+            FunctionSchedule(
+                self,
+                "ScopeGraphSchedule",
+                function=self.migrations.handler.function,
+                minutes=config.scope_graph_rate_minutes,
+                description="Build and drop the big subjects' own HNSW graphs",
+                event={"task": "scope_graphs", "SecretArn": database.secret.secret_arn},
+                retry_attempts=1,
+            )
         Monitoring(
             self,
             "Monitoring",

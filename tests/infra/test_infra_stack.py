@@ -1,5 +1,6 @@
 """The production stack (defaults: RDS PostgreSQL 16, arm64) synthesized offline."""
 
+import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -281,14 +282,38 @@ def test_edge_errors_keep_the_error_contract(synth: Synth) -> None:
     assert '"code": "payload_too_large"' in too_large["ResponseTemplates"]["application/json"]
 
 
+def _rule(synth: Synth, description_start: str) -> dict[str, Any]:
+    (rule,) = [r for r in synth.resources("AWS::Events::Rule").values()
+               if r["Properties"]["Description"].startswith(description_start)]
+    return rule
+
+
 def test_schedule_runs_the_aggregation_handler(synth: Synth) -> None:
-    _, rule = _only(synth.resources("AWS::Events::Rule"))
+    assert len(synth.resources("AWS::Events::Rule")) == 2
+    rule = _rule(synth, "Roll context calls up")
     assert rule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
     (target,) = rule["Properties"]["Targets"]
     aggregate_id, aggregate = _function(synth, "aggregate")
     assert target["Arn"] == {"Fn::GetAtt": [aggregate_id, "Arn"]}
     assert aggregate["Properties"]["Handler"] == "app.aggregate_handler"
     assert aggregate["Properties"]["ReservedConcurrentExecutions"] == 1
+
+
+def test_the_scope_graph_task_runs_hourly_on_the_migration_function(synth: Synth) -> None:
+    """The owner task (haki.db.scope_graphs) runs where the owner secret is readable: the
+    migration function, with the secret's ARN in the event."""
+    rule = _rule(synth, "Build and drop the big subjects")
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    (target,) = rule["Properties"]["Targets"]
+    (migrate_id,) = [
+        key for key, f in synth.resources("AWS::Lambda::Function").items()
+        if f["Properties"].get("Description") == "Apply pending SQL migrations as the schema owner"]
+    assert target["Arn"] == {"Fn::GetAtt": [migrate_id, "Arn"]}
+    event = json.dumps(target["Input"])
+    _, migration = _only(synth.resources("Custom::HakiMigrations"))
+    # The same owner secret as the deploy's migration run.
+    assert '\\"task\\":\\"scope_graphs\\"' in event
+    assert json.dumps(migration["Properties"]["SecretArn"]) in event
 
 
 def test_migrations_run_on_deploy_after_the_database_and_before_the_functions(

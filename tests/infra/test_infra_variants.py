@@ -25,7 +25,8 @@ def aurora(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
 
 @pytest.fixture(scope="module")
 def rds_dev(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
-    return synth_factory({"haki:dev": True, "haki:bastion": True})
+    return synth_factory({"haki:dev": True, "haki:bastion": True,
+                          "haki:scope_graph_rate_minutes": "0"})
 
 
 def test_both_variants_pass_cdk_nag(aurora: Synth, rds_dev: Synth) -> None:
@@ -79,7 +80,8 @@ def test_context_values_reach_functions_and_schedule(aurora: Synth) -> None:
     for key, handler in aurora.stack.functions.items():
         env = functions[aurora.logical_id(handler.function)]["Properties"]["Environment"]
         assert env["Variables"]["HAKI_RECALL_MAX_DISTANCE"] == "0.35", key
-    (rule,) = aurora.resources("AWS::Events::Rule").values()
+    (rule,) = [r for r in aurora.resources("AWS::Events::Rule").values()
+               if r["Properties"]["Description"].startswith("Roll context calls up")]
     assert rule["Properties"]["ScheduleExpression"] == "rate(15 minutes)"
 
 
@@ -108,3 +110,12 @@ def _service(endpoint: dict[str, Any]) -> str:
     """``com.amazonaws.<region>.<service>`` → ``<service>``."""
     parts = endpoint["Properties"]["ServiceName"]["Fn::Join"][1]
     return "".join(p for p in parts if isinstance(p, str)).rsplit(".", 1)[-1]
+
+
+def test_the_scope_graph_task_can_be_left_unscheduled(aurora: Synth, rds_dev: Synth) -> None:
+    """0 minutes: no rule for it (``haki scope-graphs`` by hand); the default: hourly."""
+    def schedules(synth: Synth) -> list[str]:
+        return sorted(r["Properties"]["ScheduleExpression"]
+                      for r in synth.resources("AWS::Events::Rule").values())
+    assert schedules(rds_dev) == ["rate(5 minutes)"]
+    assert schedules(aurora) == ["rate(1 hour)", "rate(15 minutes)"]

@@ -12,7 +12,9 @@ from moto import mock_aws
 
 from functions.migrate import app
 from haki.db import Role
-from haki.db.migrate import default_migrations_dir, load_migrations
+from haki.db.migrate import apply_migrations, default_migrations_dir, load_migrations
+from haki.db.scope_graphs import graph_name
+from haki.settings import get_settings
 
 
 def _secret_for(url: str) -> dict[str, object]:
@@ -41,3 +43,50 @@ def test_handler_migrates_then_noops_and_keeps_schema_on_delete(
     assert deleted == {"PhysicalResourceId": created["PhysicalResourceId"]}
     with psycopg.connect(urls[Role.OWNER]) as conn:
         assert conn.execute("SELECT to_regclass('facts')").fetchone() == ("facts",)
+
+
+def test_the_scheduled_task_builds_the_scope_graphs_as_the_owner(
+    fresh_database: Callable[[], dict[Role, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``{"task": "scope_graphs"}``: the owner secret, the settings' policy, a deadline from
+    the function's remaining time (none left: every wanted build deferred)."""
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER])
+    with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
+        for subject, count in (("big", 30), ("other", 30)):
+            conn.execute(
+                "INSERT INTO facts (id, project_id, subject_id, predicate, value, embedding) "
+                "SELECT gen_random_uuid(), 'p', %s, 'note', to_jsonb(i), "
+                "array_fill(1.0 / sqrt(384), ARRAY[384])::vector FROM generate_series(1, %s) i",
+                (subject, count))
+    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MIN_ROWS", "20")
+    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MAX_SHARE", "0.6")
+    get_settings.cache_clear()
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+
+    class Context:
+        def __init__(self, remaining_ms: int) -> None:
+            self.remaining_ms = remaining_ms
+
+        def get_remaining_time_in_millis(self) -> int:
+            return self.remaining_ms
+
+    try:
+        with mock_aws():
+            arn = boto3.client("secretsmanager").create_secret(
+                Name="owner", SecretString=json.dumps(_secret_for(urls[Role.OWNER])))["ARN"]
+            event = {"task": "scope_graphs", "SecretArn": arn}
+            late = app.handler(event, Context(remaining_ms=1000))
+            done = app.handler(event, Context(remaining_ms=600_000))
+            again = app.handler(event, Context(remaining_ms=600_000))
+    finally:
+        get_settings.cache_clear()
+    assert late == {"ran": True, "built": 0, "dropped": 0, "kept": 0, "deferred": 2}
+    assert done == {"ran": True, "built": 2, "dropped": 0, "kept": 0, "deferred": 0}
+    assert again == {"ran": True, "built": 0, "dropped": 0, "kept": 2, "deferred": 0}
+    with psycopg.connect(urls[Role.OWNER]) as conn:
+        names = {row[0] for row in conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'facts\\_scope\\_hnsw\\_%'")}
+    assert names == {graph_name("facts", "p", "big"), graph_name("facts", "p", "other")}

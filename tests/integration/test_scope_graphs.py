@@ -26,7 +26,8 @@ from haki.db.scope_graphs import (
     reconcile_scope_graphs,
 )
 from haki.models import ContextRequest
-from haki.settings import Settings
+from haki.settings import Settings, get_settings
+from haki_local.cli import main
 from tests.conftest import acting_as_tenant
 
 #: A subject id that must travel as a quoted literal, never as SQL.
@@ -223,3 +224,22 @@ def test_the_policy_comes_from_the_settings() -> None:
     assert policy.keep_rows == 250
     with pytest.raises(ValueError):
         ScopeGraphPolicy(max_share=0.0)
+
+
+def test_the_cli_builds_them_as_the_owner(
+        urls: dict[Role, str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HAKI_DATABASE_URL", urls[Role.OWNER])
+    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MIN_ROWS", "20")
+    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MAX_SHARE", "0.7")
+    get_settings.cache_clear()
+    try:
+        assert main(["scope-graphs", "--dry-run"]) == 0
+        assert "would build 4, would drop 0" in capsys.readouterr().out
+        assert not _graphs(urls[Role.OWNER])
+        assert main(["scope-graphs"]) == 0
+        out = capsys.readouterr().out
+        assert "built 4, dropped 0, kept 0" in out and "p1" not in out and "brien" not in out
+        assert set(_graphs(urls[Role.OWNER])) == EXPECTED
+    finally:
+        get_settings.cache_clear()
