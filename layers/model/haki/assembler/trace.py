@@ -208,7 +208,7 @@ def array_literal(values: Sequence[object], kind: type) -> str:
     SQL)."""
     if not set(map(type, values)) <= {kind, type(None)}:
         raise TypeError(f"trace array elements must be {kind.__name__} or None")
-    if kind is str and not all(v is None or _CODE.fullmatch(v) for v in values):
+    if kind is str and not all(_CODE.fullmatch(v) for v in set(values) - {None}):
         raise TypeError("a trace code must be lower-case letters and underscores")
     # "None" occurs in no str() of a number, UUID, bool or code, so replacing it is exact.
     return "{" + ",".join(map(str, values)).replace("None", "NULL") + "}"
