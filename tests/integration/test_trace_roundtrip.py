@@ -62,7 +62,7 @@ def test_every_decision_field_reads_back_as_written(app_db: Database, project_id
 
 
 def test_an_empty_trace_is_empty_arrays() -> None:
-    assert set(trace_arrays([]).values()) == {"{}"}
+    assert all(values == [] for values in trace_arrays([]).values())
 
 
 def test_a_value_of_another_type_is_refused_not_written() -> None:

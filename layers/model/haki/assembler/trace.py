@@ -21,16 +21,18 @@ from haki.text import event_text, fact_text
 
 #: The call row and its trace row in ONE statement: a data-modifying CTE inserts the call, and
 #: the outer INSERT writes the call's decisions as one compact row of parallel arrays
-#: (migration 0014), each sent as one array literal built by :func:`array_literal`, with action
-#: and reason encoded by their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``
-#: (the one place the codes are mapped). A packet is never stored without its trace and the
-#: write costs one round trip however many candidates there were. Literals rather than Python
-#: lists (psycopg adapts a list element by element) or one JSON array of decision objects
-#: (``json.dumps`` of ~190 dicts, then ``jsonb_to_recordset`` on the server): for the ~160
-#: decisions of a fused call at 100k facts, building the literals takes 0.77 ms against 0.99
-#: for the JSON, and the whole write (Python, send, insert, commit) came down by ~4 ms
-#: (docs/benchmarks.md, "Latency work"). The trace row takes the call's ``created_at``
-#: (RETURNING), so both land in the same day partition.
+#: (migration 0014), each column one list (:func:`trace_arrays`) sent as a *binary* array
+#: parameter (``%(...)b``: psycopg's C dumpers write the elements, the server reads them
+#: without parsing text), with action and reason encoded by their position in
+#: ``haki_trace_actions()`` / ``haki_trace_reasons()`` (the one place the codes are mapped). A
+#: packet is never stored without its trace and the write costs one round trip however many
+#: candidates there were. Measured against the alternatives, ~190 decisions of a fused call at
+#: 100k facts: one JSON array of decision objects unpacked by ``jsonb_to_recordset`` (0.99 ms
+#: of ``json.dumps`` alone), then typed text array literals (0.77–0.9 ms to build; the whole
+#: write ~4 ms less than the JSON), now binary arrays: the call's transaction with its trace
+#: 4.23 → 3.43 ms p50 (60 writes × 6, alternated; docs/benchmarks.md, "Latency work"). The
+#: trace row takes the call's ``created_at`` (RETURNING), so both land in the same day
+#: partition.
 INSERT_CALL_AND_TRACE = """
 WITH call AS (
     INSERT INTO context_calls (
@@ -49,15 +51,15 @@ INSERT INTO context_traces (
     scores, similarities, text_ranks, recencies, tokens, unconfirmed, vector_ranks,
     text_arm_ranks, expanded_from)
 SELECT call.trace_id, call.created_at, call.project_id,
-       %(ordinals)s::integer[], %(fact_ids)s::uuid[], %(event_ids)s::uuid[],
+       %(ordinals)b::integer[], %(fact_ids)b::uuid[], %(event_ids)b::uuid[],
        ARRAY(SELECT array_position(haki_trace_actions(), code)::smallint
-             FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+             FROM unnest(%(actions)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
        ARRAY(SELECT array_position(haki_trace_reasons(), code)::smallint
-             FROM unnest(%(reasons)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
-       %(ranks)s::integer[], %(scores)s::real[], %(similarities)s::real[],
-       %(text_ranks)s::real[], %(recencies)s::real[], %(tokens)s::integer[],
-       %(unconfirmed)s::boolean[], %(vector_ranks)s::integer[], %(text_arm_ranks)s::integer[],
-       %(expanded_from)s::uuid[]
+             FROM unnest(%(reasons)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+       %(ranks)b::integer[], %(scores)b::real[], %(similarities)b::real[],
+       %(text_ranks)b::real[], %(recencies)b::real[], %(tokens)b::integer[],
+       %(unconfirmed)b::boolean[], %(vector_ranks)b::integer[], %(text_arm_ranks)b::integer[],
+       %(expanded_from)b::uuid[]
 FROM call
 """
 
@@ -192,26 +194,20 @@ _CODE = re.compile(r"[a-z_]+")
 _FIELDS = attrgetter(*(field for _, field, _ in _TRACE_ARRAYS))
 
 
-def trace_arrays(decisions: Sequence[TraceDecision]) -> dict[str, str]:
-    """The trace row's array columns as PostgreSQL array literals, one per column."""
+def trace_arrays(decisions: Sequence[TraceDecision]) -> dict[str, list[object]]:
+    """The trace row's array columns, one list per column, each element None or of its
+    column's type: :class:`TypeError` otherwise, and for a code that is not lower-case letters
+    and underscores (psycopg would adapt any value; a bad one could only misalign the
+    arrays, never reach the SQL, but it is refused rather than written)."""
     columns = list(zip(*map(_FIELDS, decisions), strict=True)) or [()] * len(_TRACE_ARRAYS)
-    return {column: array_literal(values, kind)
-            for (column, _, kind), values in zip(_TRACE_ARRAYS, columns, strict=True)}
-
-
-def array_literal(values: Sequence[object], kind: type) -> str:
-    """A PostgreSQL array literal of ``values``, each None or of type ``kind`` (int, float,
-    bool, UUID, or str for a code), written bare: ``str`` of a number, a UUID or a bool
-    needs no quoting in an array literal, ``None`` becomes NULL. A value of another type, or
-    a code of another shape, raises :class:`TypeError` rather than being written (the literal
-    is a bound parameter, so a bad element could only misalign the arrays, never reach the
-    SQL)."""
-    if not set(map(type, values)) <= {kind, type(None)}:
-        raise TypeError(f"trace array elements must be {kind.__name__} or None")
-    if kind is str and not all(_CODE.fullmatch(v) for v in set(values) - {None}):
-        raise TypeError("a trace code must be lower-case letters and underscores")
-    # "None" occurs in no str() of a number, UUID, bool or code, so replacing it is exact.
-    return "{" + ",".join(map(str, values)).replace("None", "NULL") + "}"
+    arrays: dict[str, list[object]] = {}
+    for (column, _, kind), values in zip(_TRACE_ARRAYS, columns, strict=True):
+        if not set(map(type, values)) <= {kind, type(None)}:
+            raise TypeError(f"trace array elements must be {kind.__name__} or None")
+        if kind is str and not all(_CODE.fullmatch(v) for v in set(values) - {None}):
+            raise TypeError("a trace code must be lower-case letters and underscores")
+        arrays[column] = list(values)
+    return arrays
 
 
 def load_trace(
