@@ -4,7 +4,7 @@ One database per data set (``haki_bench_<name>``), migrated by the project's own
 loaded as the owner. Secondary indexes (HNSW, GIN, scope btrees) are dropped before the bulk
 ``COPY`` and rebuilt from their exact migration definitions afterwards — building an HNSW graph
 once is several times faster than inserting into it row by row — then the tables are
-ANALYZEd; then the subjects big enough get their scope graphs (``haki.db.scope_graphs``, the
+ANALYZEd; then the subjects big enough get their scope indexes (``haki.db.scope_indexes``, the
 service's default policy), as the scheduled job gives them in production. The data set's
 fingerprint is stored as the database comment, so ``--reuse`` keeps a database only when it
 holds exactly the rows the spec describes.
@@ -24,7 +24,7 @@ from benchmarks.synthetic import EVENT_COLUMNS, FACT_COLUMNS, DatasetSpec, Gener
 from haki.db import Role
 from haki.db.connection import connect, embedded_role_url
 from haki.db.migrate import apply_migrations
-from haki.db.scope_graphs import ScopeGraphPolicy, reconcile_scope_graphs
+from haki.db.scope_indexes import ScopeIndexPolicy, reconcile_scope_indexes
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,10 @@ class LoadReport:
     copy_s: float
     index_s: float
     analyze_s: float
-    #: The scope graphs (haki.db.scope_graphs) the data set holds after loading, and the time
+    #: The scope indexes (haki.db.scope_indexes) the data set holds after loading, and the time
     #: spent building the ones this load added (0 when they were there already).
-    scope_graphs: int = 0
-    scope_graphs_s: float = 0.0
+    scope_indexes: int = 0
+    scope_indexes_s: float = 0.0
 
     @property
     def rows_per_s(self) -> float | None:
@@ -81,7 +81,7 @@ def ensure_dataset(
     apply_migrations(owner_url)
     if reusable:
         log.info("reusing %s (%s facts)", name, spec.total_facts)
-        return _with_scope_graphs(
+        return _with_scope_indexes(
             owner_url, LoadReport(name, spec.total_facts, spec.total_events, True, 0.0, 0.0, 0.0))
     with connect(owner_url) as conn:
         indexes = _drop_secondary_indexes(conn)
@@ -105,18 +105,18 @@ def ensure_dataset(
         conn.execute(sql.SQL("COMMENT ON DATABASE {} IS {}").format(
             sql.Identifier(name), sql.Literal(marker)))
     log.info("loaded %s: copy %.1fs, indexes %.1fs", name, copy_s, index_s)
-    return _with_scope_graphs(owner_url, LoadReport(
+    return _with_scope_indexes(owner_url, LoadReport(
         name, spec.total_facts, spec.total_events, False, copy_s, index_s, analyze_s))
 
 
-def _with_scope_graphs(owner_url: str, report: LoadReport) -> LoadReport:
-    """Give the data set the scope graphs the service's default policy wants, as the scheduled
+def _with_scope_indexes(owner_url: str, report: LoadReport) -> LoadReport:
+    """Give the data set the scope indexes the service's default policy wants, as the scheduled
     job would (a reused set keeps the ones it has)."""
     started = time.perf_counter()
-    run = reconcile_scope_graphs(owner_url, ScopeGraphPolicy())
+    run = reconcile_scope_indexes(owner_url, ScopeIndexPolicy())
     built_s = time.perf_counter() - started if run.created else 0.0
-    return replace(report, scope_graphs=len(run.created) + len(run.kept),
-                   scope_graphs_s=built_s)
+    return replace(report, scope_indexes=len(run.created) + len(run.kept),
+                   scope_indexes_s=built_s)
 
 
 def _drop_secondary_indexes(conn: psycopg.Connection) -> list[tuple[str, str]]:

@@ -1,6 +1,6 @@
 """Custom resource handler: apply the SQL migrations as the schema owner on every deploy; and
-the scheduled owner task that keeps the big subjects' scope graphs (``{"task":
-"scope_graphs", "SecretArn": ...}``, ``haki.db.scope_graphs``).
+the scheduled owner task that keeps the big subjects' own indexes (``{"task":
+"scope_indexes", "SecretArn": ...}``, ``haki.db.scope_indexes``).
 
 The CDK provider framework (``infra/haki_infra/migrations.py``) invokes it and answers
 CloudFormation: returning reports SUCCESS, raising reports FAILED, which fails the deploy and
@@ -24,7 +24,7 @@ import boto3
 from psycopg.conninfo import make_conninfo
 
 from haki.db.migrate import apply_migrations
-from haki.db.scope_graphs import ScopeGraphPolicy, reconcile_scope_graphs
+from haki.db.scope_indexes import ScopeIndexPolicy, reconcile_scope_indexes
 from haki.settings import get_settings
 from haki_aws.trust import rds_ca_bundle
 
@@ -34,7 +34,7 @@ log.setLevel(logging.INFO)
 #: One physical resource for the life of the stack: an Update never replaces it.
 PHYSICAL_ID = "haki-migrations"
 
-#: The scope-graph task starts no build in the last part of its time (a build under way runs
+#: The scope-index task starts no build in the last part of its time (a build under way runs
 #: on; one cut off leaves an invalid index, which the next run drops and builds again).
 BUILD_MARGIN_S = 180.0
 
@@ -63,22 +63,22 @@ def owner_conninfo(secret: Mapping[str, Any]) -> str:
     )
 
 
-def scope_graphs(event: Mapping[str, Any], context: object) -> dict[str, Any]:
-    """The scheduled task: build and drop the scope graphs the settings' policy asks for."""
+def scope_indexes(event: Mapping[str, Any], context: object) -> dict[str, Any]:
+    """The scheduled task: build and drop the scope indexes the settings' policy asks for."""
     remaining_ms = getattr(context, "get_remaining_time_in_millis", None)
     deadline = (time.monotonic() + remaining_ms() / 1000.0 - BUILD_MARGIN_S
                 if remaining_ms is not None else None)
     secret = read_secret(event["SecretArn"])
-    run = reconcile_scope_graphs(owner_conninfo(secret),
-                                 ScopeGraphPolicy.from_settings(get_settings()),
+    run = reconcile_scope_indexes(owner_conninfo(secret),
+                                 ScopeIndexPolicy.from_settings(get_settings()),
                                  deadline=deadline)
     return {"ran": run.ran, "built": len(run.created), "dropped": len(run.dropped),
             "kept": len(run.kept), "deferred": len(run.deferred)}
 
 
 def handler(event: Mapping[str, Any], context: object) -> dict[str, Any]:
-    if event.get("task") == "scope_graphs":
-        return scope_graphs(event, context)
+    if event.get("task") == "scope_indexes":
+        return scope_indexes(event, context)
     request = event["RequestType"]
     if request == "Delete":
         return {"PhysicalResourceId": event["PhysicalResourceId"]}

@@ -93,9 +93,9 @@ class HakiConfig:
     #: When false, methods do not ask for ``x-api-key``: only the stage throttle applies.
     require_api_key: bool = True
     aggregation_rate_minutes: int = 5
-    #: How often the migration function runs its scope-graph task (big subjects' own HNSW
-    #: graphs, ``haki.db.scope_graphs``); 0: never (``haki scope-graphs`` by hand).
-    scope_graph_rate_minutes: int = 60
+    #: How often the migration function runs its scope-index task (big subjects' own HNSW and
+    #: GIN indexes, ``haki.db.scope_indexes``); 0: never (``haki scope-indexes`` by hand).
+    scope_index_rate_minutes: int = 60
     #: A ``RetentionDays`` name, e.g. ``ONE_MONTH``, ``THREE_MONTHS``.
     log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH
     #: p99 duration of the context function above which the latency alarm fires.
@@ -115,8 +115,8 @@ class HakiConfig:
         unknown = set(self.sizing) - set(DEFAULT_SIZING)
         if unknown:
             raise ValueError(f"{PREFIX}sizing: unknown functions {sorted(unknown)}")
-        if self.scope_graph_rate_minutes < 0:
-            raise ValueError(f"{PREFIX}scope_graph_rate_minutes must be >= 0 (0: never)")
+        if self.scope_index_rate_minutes < 0:
+            raise ValueError(f"{PREFIX}scope_index_rate_minutes must be >= 0 (0: never)")
         if self.read_replica and self.engine is not Engine.AURORA:
             raise ValueError(f"{PREFIX}read_replica needs {PREFIX}engine=aurora (RDS Proxy "
                              "read-only endpoints exist for Aurora clusters only)")
@@ -210,7 +210,7 @@ _PARSERS: dict[str, Any] = {
     "key_quota_per_day": int,
     "require_api_key": _bool,
     "aggregation_rate_minutes": int,
-    "scope_graph_rate_minutes": int,
+    "scope_index_rate_minutes": int,
     "log_retention": lambda value: logs.RetentionDays[str(value)],
     "context_p99_alarm_ms": int,
     "alarm_email": _optional_str,

@@ -1,6 +1,6 @@
 """EventBridge rules that run a function on a schedule: the stats aggregation every
-``aggregation_rate_minutes``, and the migration function's scope-graph task every
-``scope_graph_rate_minutes``."""
+``aggregation_rate_minutes``, and the migration function's scope-index task every
+``scope_index_rate_minutes``."""
 
 from collections.abc import Mapping
 

@@ -126,16 +126,16 @@ class HakiStack(Stack):
             minutes=config.aggregation_rate_minutes,
             description="Roll context calls up into the stats buckets",
         )
-        if config.scope_graph_rate_minutes > 0:
-            # The owner task (haki.db.scope_graphs) runs where the owner secret is readable;
+        if config.scope_index_rate_minutes > 0:
+            # The owner task (haki.db.scope_indexes) runs where the owner secret is readable;
             # an interrupted build is dropped and built again by the next run.
             FunctionSchedule(
                 self,
-                "ScopeGraphSchedule",
+                "ScopeIndexSchedule",
                 function=self.migrations.handler.function,
-                minutes=config.scope_graph_rate_minutes,
-                description="Build and drop the big subjects' own HNSW graphs",
-                event={"task": "scope_graphs", "SecretArn": database.secret.secret_arn},
+                minutes=config.scope_index_rate_minutes,
+                description="Build and drop the big subjects' own indexes",
+                event={"task": "scope_indexes", "SecretArn": database.secret.secret_arn},
                 retry_attempts=1,
             )
         Monitoring(

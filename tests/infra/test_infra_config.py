@@ -51,7 +51,7 @@ def test_cli_strings_are_parsed() -> None:
         {"haki:sizing": '{"kontext": {"memory_mb": 1}}'},
         {"haki:sizing": '{"context": {"memory": 1}}'},
         {"haki:runtime_env": '{"HAKI_DATABASE_URL": "postgresql://x"}'},
-        {"haki:scope_graph_rate_minutes": "-5"},
+        {"haki:scope_index_rate_minutes": "-5"},
     ],
 )
 def test_bad_context_is_refused(context: dict[str, str]) -> None:

@@ -300,7 +300,7 @@ def test_schedule_runs_the_aggregation_handler(synth: Synth) -> None:
 
 
 def test_the_scope_graph_task_runs_hourly_on_the_migration_function(synth: Synth) -> None:
-    """The owner task (haki.db.scope_graphs) runs where the owner secret is readable: the
+    """The owner task (haki.db.scope_indexes) runs where the owner secret is readable: the
     migration function, with the secret's ARN in the event."""
     rule = _rule(synth, "Build and drop the big subjects")
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
@@ -312,7 +312,7 @@ def test_the_scope_graph_task_runs_hourly_on_the_migration_function(synth: Synth
     event = json.dumps(target["Input"])
     _, migration = _only(synth.resources("Custom::HakiMigrations"))
     # The same owner secret as the deploy's migration run.
-    assert '\\"task\\":\\"scope_graphs\\"' in event
+    assert '\\"task\\":\\"scope_indexes\\"' in event
     assert json.dumps(migration["Properties"]["SecretArn"]) in event
 
 

@@ -26,7 +26,7 @@ def aurora(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
 @pytest.fixture(scope="module")
 def rds_dev(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
     return synth_factory({"haki:dev": True, "haki:bastion": True,
-                          "haki:scope_graph_rate_minutes": "0"})
+                          "haki:scope_index_rate_minutes": "0"})
 
 
 def test_both_variants_pass_cdk_nag(aurora: Synth, rds_dev: Synth) -> None:
@@ -113,7 +113,7 @@ def _service(endpoint: dict[str, Any]) -> str:
 
 
 def test_the_scope_graph_task_can_be_left_unscheduled(aurora: Synth, rds_dev: Synth) -> None:
-    """0 minutes: no rule for it (``haki scope-graphs`` by hand); the default: hourly."""
+    """0 minutes: no rule for it (``haki scope-indexes`` by hand); the default: hourly."""
     def schedules(synth: Synth) -> list[str]:
         return sorted(r["Properties"]["ScheduleExpression"]
                       for r in synth.resources("AWS::Events::Rule").values())

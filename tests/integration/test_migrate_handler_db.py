@@ -13,7 +13,7 @@ from moto import mock_aws
 from functions.migrate import app
 from haki.db import Role
 from haki.db.migrate import apply_migrations, default_migrations_dir, load_migrations
-from haki.db.scope_graphs import graph_name
+from haki.db.scope_indexes import graph_name
 from haki.settings import get_settings
 
 
@@ -45,10 +45,10 @@ def test_handler_migrates_then_noops_and_keeps_schema_on_delete(
         assert conn.execute("SELECT to_regclass('facts')").fetchone() == ("facts",)
 
 
-def test_the_scheduled_task_builds_the_scope_graphs_as_the_owner(
+def test_the_scheduled_task_builds_the_scope_indexes_as_the_owner(
     fresh_database: Callable[[], dict[Role, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``{"task": "scope_graphs"}``: the owner secret, the settings' policy, a deadline from
+    """``{"task": "scope_indexes"}``: the owner secret, the settings' policy, a deadline from
     the function's remaining time (none left: every wanted build deferred)."""
     urls = fresh_database()
     apply_migrations(urls[Role.OWNER])
@@ -59,8 +59,8 @@ def test_the_scheduled_task_builds_the_scope_graphs_as_the_owner(
                 "SELECT gen_random_uuid(), 'p', %s, 'note', to_jsonb(i), "
                 "array_fill(1.0 / sqrt(384), ARRAY[384])::vector FROM generate_series(1, %s) i",
                 (subject, count))
-    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MIN_ROWS", "20")
-    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MAX_SHARE", "0.6")
+    monkeypatch.setenv("HAKI_SCOPE_INDEX_MIN_ROWS", "20")
+    monkeypatch.setenv("HAKI_SCOPE_INDEX_MAX_SHARE", "0.6")
     get_settings.cache_clear()
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
@@ -77,15 +77,16 @@ def test_the_scheduled_task_builds_the_scope_graphs_as_the_owner(
         with mock_aws():
             arn = boto3.client("secretsmanager").create_secret(
                 Name="owner", SecretString=json.dumps(_secret_for(urls[Role.OWNER])))["ARN"]
-            event = {"task": "scope_graphs", "SecretArn": arn}
+            event = {"task": "scope_indexes", "SecretArn": arn}
             late = app.handler(event, Context(remaining_ms=1000))
             done = app.handler(event, Context(remaining_ms=600_000))
             again = app.handler(event, Context(remaining_ms=600_000))
     finally:
         get_settings.cache_clear()
-    assert late == {"ran": True, "built": 0, "dropped": 0, "kept": 0, "deferred": 2}
-    assert done == {"ran": True, "built": 2, "dropped": 0, "kept": 0, "deferred": 0}
-    assert again == {"ran": True, "built": 0, "dropped": 0, "kept": 2, "deferred": 0}
+    # Two scopes, each a graph and a text index of its facts.
+    assert late == {"ran": True, "built": 0, "dropped": 0, "kept": 0, "deferred": 4}
+    assert done == {"ran": True, "built": 4, "dropped": 0, "kept": 0, "deferred": 0}
+    assert again == {"ran": True, "built": 0, "dropped": 0, "kept": 4, "deferred": 0}
     with psycopg.connect(urls[Role.OWNER]) as conn:
         names = {row[0] for row in conn.execute(
             "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'facts\\_scope\\_hnsw\\_%'")}

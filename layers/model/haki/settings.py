@@ -78,14 +78,14 @@ class Settings(BaseModel):
     #: call's transaction, its scope and its trace stay on the first). Off: both searches run
     #: one after the other on one connection.
     parallel_arms: bool = True
-    #: ``HAKI_SCOPE_GRAPH_MIN_ROWS`` / ``_MAX_SHARE``, ``HAKI_SCOPE_GRAPHS_MAX``: a subject
+    #: ``HAKI_SCOPE_INDEX_MIN_ROWS`` / ``_MAX_SHARE``, ``HAKI_SCOPE_INDEXES_MAX``: a subject
     #: holding at least this many facts (or events), and at most this share of the table, gets
-    #: an HNSW graph of its own (``haki.db.scope_graphs``; built and dropped by the scheduled
-    #: job, or ``haki scope-graphs``), the largest first, at most this many per table; 0 graphs
+    #: an HNSW graph of its own (``haki.db.scope_indexes``; built and dropped by the scheduled
+    #: job, or ``haki scope-indexes``), the largest first, at most this many per table; 0 graphs
     #: drops them all.
-    scope_graph_min_rows: int = Field(default=10_000, ge=2)
-    scope_graph_max_share: float = Field(default=0.5, gt=0.0, le=1.0)
-    scope_graphs_max: int = Field(default=32, ge=0, le=1000)
+    scope_index_min_rows: int = Field(default=10_000, ge=2)
+    scope_index_max_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    scope_indexes_max: int = Field(default=32, ge=0, le=1000)
     #: ``HAKI_RANKING``: the assembler's ranking preset (``haki.assembler.config.PRESETS``):
     #: ``fused`` (default) or ``seed``, the design page's formula kept for comparison.
     ranking: Literal["fused", "seed"] = "fused"

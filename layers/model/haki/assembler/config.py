@@ -110,7 +110,7 @@ class RetrievalConfig:
     #: HNSW search breadth for the vector arm, with pgvector 0.8 iterative scans so that a
     #: scope that is a small slice of the table still yields ``top_k`` in-scope rows. The
     #: breadth is the row count of the graph searched (the scope's own graph when it has one,
-    #: ``haki.db.scope_graphs``, else the table's) / ``hnsw_rows_per_ef``, clamped to
+    #: ``haki.db.scope_indexes``, else the table's) / ``hnsw_rows_per_ef``, clamped to
     #: [min, max]: measured on synthetic clustered vectors (docs/benchmarks.md), 100 keeps
     #: the true top 64 at ≥ 0.97 in tables up to 100k facts; in a 1M-fact table a scope of
     #: all of it needs ~1000 (0.97; 100 gives 0.76) and a subject holding 5% of it ~500 or

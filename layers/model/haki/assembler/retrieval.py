@@ -16,7 +16,7 @@ from haki.assembler.candidates import EpisodeCandidate, FactCandidate
 from haki.assembler.config import RetrievalConfig
 from haki.assembler.fusion import ArmHit, NeighbourLink
 from haki.db import Database
-from haki.db.scope_graphs import graph_name
+from haki.db.scope_indexes import graph_name
 from haki.models import ContextRequest
 
 _DAY_SECONDS = 86_400.0
@@ -59,7 +59,7 @@ def query_parameters(
         "use_vector_arm": config.use_vector_arm,
         "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes,
-        # The subject's own graphs, if it has them (haki.db.scope_graphs), size the breadth.
+        # The subject's own graphs, if it has them (haki.db.scope_indexes), size the breadth.
         "facts_graph": f"public.{graph_name('facts', request.project_id, request.subject_id)}",
         "events_graph": f"public.{graph_name('events', request.project_id, request.subject_id)}",
         "ef_search_min": config.hnsw_ef_search_min,

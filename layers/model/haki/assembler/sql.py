@@ -35,7 +35,7 @@ def _planner_settings(table: str) -> str:
     ANALYZE/VACUUM and set by an index build): one unit per ``hnsw_rows_per_ef`` rows, between
     ``hnsw_ef_search_min`` and pgvector's maximum. A larger graph needs a wider search to keep
     recall — for a scope of the whole table as for a slice of it — a small one would only pay.
-    The graph searched is the scope's own when it has a valid one (``haki.db.scope_graphs``:
+    The graph searched is the scope's own when it has a valid one (``haki.db.scope_indexes``:
     a big subject's partial index, ``%(<table>_graph)s`` its name, which the planner then
     prefers), else the table's. Small scopes do not use HNSW at all: the planner scans them
     exactly through the scope index."""

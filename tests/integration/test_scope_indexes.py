@@ -1,7 +1,8 @@
-"""Scope graphs (haki.db.scope_graphs): a partial HNSW index per big subject, built and dropped
-by the reconciler as the owner, searched by the planner for that subject's statements, its
-rows setting the search breadth. Each test has a database of its own: the reconciler looks at
-every scope of the tables, and its indexes must not reach other tests."""
+"""Scope indexes (haki.db.scope_indexes): a partial HNSW graph and a partial GIN text index per
+big subject, built and dropped by the reconciler as the owner, searched by the planner for that
+subject's statements, the graph's rows setting the search breadth. Each test has a database of
+its own: the reconciler looks at every scope of the tables, and its indexes must not reach
+other tests."""
 
 import json
 import uuid
@@ -19,11 +20,13 @@ from haki.assembler import DEFAULT_CONFIG, sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database, Role
 from haki.db.migrate import apply_migrations
-from haki.db.scope_graphs import (
+from haki.db.scope_indexes import (
     ADVISORY_LOCK_KEY,
-    ScopeGraphPolicy,
+    KINDS,
+    ScopeIndexPolicy,
     graph_name,
-    reconcile_scope_graphs,
+    index_name,
+    reconcile_scope_indexes,
 )
 from haki.models import ContextRequest
 from haki.settings import Settings, get_settings
@@ -32,7 +35,7 @@ from tests.conftest import acting_as_tenant
 
 #: A subject id that must travel as a quoted literal, never as SQL.
 ODD = "o'brien; DROP TABLE facts; --"
-POLICY = ScopeGraphPolicy(min_rows=20, max_share=0.7)
+POLICY = ScopeIndexPolicy(min_rows=20, max_share=0.7)
 
 
 def _vector(rng: np.random.Generator) -> np.ndarray:
@@ -72,39 +75,49 @@ def urls(fresh_database: Callable[[], dict[Role, str]]) -> Iterator[dict[Role, s
     yield urls
 
 
-def _graphs(owner_url: str) -> dict[str, tuple[str, bool]]:
-    """name → (index definition, valid) of every scope graph."""
+def _indexes(owner_url: str) -> dict[str, tuple[str, bool]]:
+    """name → (index definition, valid) of every scope index."""
     with psycopg.connect(owner_url) as conn:
         rows = conn.execute(
             "SELECT c.relname, pg_get_indexdef(c.oid), i.indisvalid FROM pg_index AS i "
             "JOIN pg_class AS c ON c.oid = i.indexrelid "
-            "WHERE c.relname LIKE '%\\_scope\\_hnsw\\_%'").fetchall()
+            "WHERE c.relname ~ '_scope_(hnsw|gin)_'").fetchall()
     return {name: (definition, valid) for name, definition, valid in rows}
 
 
-EXPECTED = {graph_name("facts", "p1", "big"), graph_name("facts", "p1", ODD),
-            graph_name("events", "p1", "big"), graph_name("events", "p2", "big")}
+def _own(table: str, project: str, subject: str) -> set[str]:
+    return {index_name(table, kind, project, subject) for kind in KINDS}  # type: ignore[arg-type]
 
 
-def test_big_scopes_get_a_graph_of_their_own_and_a_second_run_keeps_them(
+#: p1/small (8 facts) is under the floor, p2/big's 10 facts too; p1/big's 40 events are 57%
+#: of the events, under the share.
+EXPECTED = (_own("facts", "p1", "big") | _own("facts", "p1", ODD) | _own("events", "p1", "big")
+            | _own("events", "p2", "big"))
+
+
+def test_big_scopes_get_indexes_of_their_own_and_a_second_run_keeps_them(
         urls: dict[Role, str]) -> None:
-    first = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    first = reconcile_scope_indexes(urls[Role.OWNER], POLICY)
     assert set(first.created) == EXPECTED and not first.dropped and first.ran
-    graphs = _graphs(urls[Role.OWNER])
-    assert set(graphs) == EXPECTED and all(valid for _, valid in graphs.values())
-    # p1/small (8 facts) is under the floor, p2/big's 10 facts too; p1/big's 40 events are
-    # 57% of the events, under the share. The ids are in the predicate, quoted, never a name.
-    facts_big = graphs[graph_name("facts", "p1", "big")][0]
-    assert "WHERE ((project_id = 'p1'::text) AND (subject_id = 'big'::text))" in facts_big
-    assert "USING hnsw (embedding vector_cosine_ops)" in facts_big
-    assert "'o''brien; DROP TABLE facts; --'::text" in graphs[graph_name("facts", "p1", ODD)][0]
-    assert not any("big" in name or "p1" in name or "brien" in name for name in graphs)
-    second = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    indexes = _indexes(urls[Role.OWNER])
+    assert set(indexes) == EXPECTED and all(valid for _, valid in indexes.values())
+    # The ids are in the predicate, quoted, never in a name.
+    graph = indexes[graph_name("facts", "p1", "big")][0]
+    assert "WHERE ((project_id = 'p1'::text) AND (subject_id = 'big'::text))" in graph
+    assert "USING hnsw (embedding vector_cosine_ops)" in graph
+    text = indexes[index_name("facts", "gin", "p1", "big")][0]
+    assert "USING gin (search_vector) WHERE ((project_id = 'p1'::text)" in text
+    assert "'o''brien; DROP TABLE facts; --'::text" in indexes[graph_name("facts", "p1", ODD)][0]
+    assert not any("big" in name or "p1" in name or "brien" in name for name in indexes)
+    second = reconcile_scope_indexes(urls[Role.OWNER], POLICY)
     assert not second.created and not second.dropped and set(second.kept) == EXPECTED
+    with psycopg.connect(urls[Role.OWNER]) as conn:  # the tables' own indexes are untouched
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE indexname IN "
+                            "('facts_scope_idx', 'events_scope_idx')").fetchone() == (2,)
 
 
 def test_the_planner_searches_the_scope_graph_at_its_breadth(urls: dict[Role, str]) -> None:
-    reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    reconcile_scope_indexes(urls[Role.OWNER], POLICY)
     config = replace(DEFAULT_CONFIG, hnsw_rows_per_ef=1, hnsw_ef_search_min=1)
     vector = _vector(np.random.default_rng(1))
     db = Database(urls[Role.APP])
@@ -162,7 +175,7 @@ def test_the_scope_graph_finds_what_the_exact_scan_found(urls: dict[Role, str]) 
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):
             before = nearest(graphs=False)
-            reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+            reconcile_scope_indexes(urls[Role.OWNER], POLICY)
             after = nearest(graphs=True)
     finally:
         db.close()
@@ -170,28 +183,28 @@ def test_the_scope_graph_finds_what_the_exact_scan_found(urls: dict[Role, str]) 
     assert before == after
 
 
-def test_graphs_follow_their_scopes_down_with_hysteresis(urls: dict[Role, str]) -> None:
-    reconcile_scope_graphs(urls[Role.OWNER], POLICY)
-    odd = graph_name("facts", "p1", ODD)
+def test_indexes_follow_their_scopes_down_with_hysteresis(urls: dict[Role, str]) -> None:
+    reconcile_scope_indexes(urls[Role.OWNER], POLICY)
+    odd = _own("facts", "p1", ODD)
     with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
         # 30 → 12 facts: under min_rows (20), above half of it: the graph stays.
         conn.execute("DELETE FROM facts WHERE id IN (SELECT id FROM facts WHERE subject_id = %s "
                      "ORDER BY id LIMIT 18)", (ODD,))
-    run = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
-    assert odd in run.kept and not run.dropped
+    run = reconcile_scope_indexes(urls[Role.OWNER], POLICY)
+    assert odd <= set(run.kept) and not run.dropped
     with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
         conn.execute("DELETE FROM facts WHERE id IN (SELECT id FROM facts WHERE subject_id = %s "
                      "ORDER BY id LIMIT 3)", (ODD,))  # 9 < 10: dropped
-    run = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
-    assert run.dropped == [odd] and odd not in _graphs(urls[Role.OWNER])
+    run = reconcile_scope_indexes(urls[Role.OWNER], POLICY)
+    assert set(run.dropped) == odd and not odd & set(_indexes(urls[Role.OWNER]))
     # No graphs allowed: every one goes.
-    run = reconcile_scope_graphs(urls[Role.OWNER], replace(POLICY, max_graphs=0))
-    assert set(run.dropped) == EXPECTED - {odd} and not _graphs(urls[Role.OWNER])
+    run = reconcile_scope_indexes(urls[Role.OWNER], replace(POLICY, max_scopes=0))
+    assert set(run.dropped) == EXPECTED - odd and not _indexes(urls[Role.OWNER])
 
 
 def test_an_interrupted_build_is_dropped_and_built_again(
         urls: dict[Role, str], pg_superuser_url: str) -> None:
-    reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    reconcile_scope_indexes(urls[Role.OWNER], POLICY)
     name = graph_name("events", "p2", "big")
     database = conninfo_to_dict(urls[Role.OWNER])["dbname"]
     superuser = make_conninfo(pg_superuser_url, dbname=database)
@@ -199,47 +212,78 @@ def test_an_interrupted_build_is_dropped_and_built_again(
         # What a concurrent build cut off leaves behind: the index, marked invalid.
         conn.execute("UPDATE pg_index SET indisvalid = false "
                      "WHERE indexrelid = to_regclass(%s)", (name,))
-    assert _graphs(urls[Role.OWNER])[name][1] is False
-    run = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
+    assert _indexes(urls[Role.OWNER])[name][1] is False
+    run = reconcile_scope_indexes(urls[Role.OWNER], POLICY)
     assert run.dropped == [name] and run.created == [name]
-    assert _graphs(urls[Role.OWNER])[name][1] is True
+    assert _indexes(urls[Role.OWNER])[name][1] is True
 
 
 def test_dry_runs_deadlines_and_a_held_lock_change_nothing(urls: dict[Role, str]) -> None:
-    dry = reconcile_scope_graphs(urls[Role.OWNER], POLICY, dry_run=True)
-    assert set(dry.created) == EXPECTED and not _graphs(urls[Role.OWNER])
-    late = reconcile_scope_graphs(urls[Role.OWNER], POLICY, deadline=0.0)
+    dry = reconcile_scope_indexes(urls[Role.OWNER], POLICY, dry_run=True)
+    assert set(dry.created) == EXPECTED and not _indexes(urls[Role.OWNER])
+    late = reconcile_scope_indexes(urls[Role.OWNER], POLICY, deadline=0.0)
     assert set(late.deferred) == EXPECTED and not late.created
-    assert not _graphs(urls[Role.OWNER])
+    assert not _indexes(urls[Role.OWNER])
     with psycopg.connect(urls[Role.OWNER], autocommit=True) as holder:
         holder.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
-        busy = reconcile_scope_graphs(urls[Role.OWNER], POLICY)
-    assert not busy.ran and not busy.created and not _graphs(urls[Role.OWNER])
+        busy = reconcile_scope_indexes(urls[Role.OWNER], POLICY)
+    assert not busy.ran and not busy.created and not _indexes(urls[Role.OWNER])
 
 
 def test_the_policy_comes_from_the_settings() -> None:
-    policy = ScopeGraphPolicy.from_settings(Settings(
-        scope_graph_min_rows=500, scope_graph_max_share=0.25, scope_graphs_max=3))
-    assert (policy.min_rows, policy.max_share, policy.max_graphs) == (500, 0.25, 3)
+    policy = ScopeIndexPolicy.from_settings(Settings(
+        scope_index_min_rows=500, scope_index_max_share=0.25, scope_indexes_max=3))
+    assert (policy.min_rows, policy.max_share, policy.max_scopes) == (500, 0.25, 3)
     assert policy.keep_rows == 250
     with pytest.raises(ValueError):
-        ScopeGraphPolicy(max_share=0.0)
+        ScopeIndexPolicy(max_share=0.0)
 
 
 def test_the_cli_builds_them_as_the_owner(
         urls: dict[Role, str], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("HAKI_DATABASE_URL", urls[Role.OWNER])
-    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MIN_ROWS", "20")
-    monkeypatch.setenv("HAKI_SCOPE_GRAPH_MAX_SHARE", "0.7")
+    monkeypatch.setenv("HAKI_SCOPE_INDEX_MIN_ROWS", "20")
+    monkeypatch.setenv("HAKI_SCOPE_INDEX_MAX_SHARE", "0.7")
     get_settings.cache_clear()
     try:
-        assert main(["scope-graphs", "--dry-run"]) == 0
-        assert "would build 4, would drop 0" in capsys.readouterr().out
-        assert not _graphs(urls[Role.OWNER])
-        assert main(["scope-graphs"]) == 0
+        assert main(["scope-indexes", "--dry-run"]) == 0
+        assert "would build 8, would drop 0" in capsys.readouterr().out
+        assert not _indexes(urls[Role.OWNER])
+        assert main(["scope-indexes"]) == 0
         out = capsys.readouterr().out
-        assert "built 4, dropped 0, kept 0" in out and "p1" not in out and "brien" not in out
-        assert set(_graphs(urls[Role.OWNER])) == EXPECTED
+        assert "built 8, dropped 0, kept 0" in out and "p1" not in out and "brien" not in out
+        assert set(_indexes(urls[Role.OWNER])) == EXPECTED
     finally:
         get_settings.cache_clear()
+
+
+def test_the_text_arm_searches_the_scope_text_index(urls: dict[Role, str]) -> None:
+    """The text arm's candidate query (``haki_idf_search`` EXECUTEs it with its values) finds
+    p1/big's matches in its own GIN index rather than ANDing the table's with a bitmap of the
+    whole scope, and the arm returns the same rows as before the index existed."""
+    matched = ("SELECT f.id FROM facts AS f WHERE f.project_id = 'p1' AND f.subject_id = 'big' "
+               "AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now()) "
+               "AND f.search_vector @@ to_tsquery('simple', '7')")  # one row: "big fact 7"
+    params = query_parameters(ContextRequest(project_id="p1", subject_id="big", query="fact 7"),
+                              None, DEFAULT_CONFIG)
+    db = Database(urls[Role.APP])
+
+    def text_arm() -> list[tuple[object, ...]]:
+        with db.transaction("p1") as conn:
+            return [tuple(row[:4]) for row in
+                    conn.execute(sql.TEXT_ARM_CANDIDATES, params).fetchall()]
+
+    try:
+        with acting_as_tenant(urls[Role.OWNER], "p1"):
+            before = text_arm()
+            reconcile_scope_indexes(urls[Role.OWNER], POLICY)
+            after = text_arm()
+    finally:
+        db.close()
+    assert before and before == after
+    with psycopg.connect(urls[Role.OWNER]) as conn:
+        conn.execute("SET enable_seqscan = off")  # a tiny table: no seq scan
+        plan = str(conn.execute("EXPLAIN " + matched).fetchall())
+        assert conn.execute(matched).fetchall()
+    assert index_name("facts", "gin", "p1", "big") in plan and "BitmapAnd" not in plan, plan
