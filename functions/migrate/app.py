@@ -73,7 +73,7 @@ def scope_indexes(event: Mapping[str, Any], context: object) -> dict[str, Any]:
                                  ScopeIndexPolicy.from_settings(get_settings()),
                                  deadline=deadline)
     return {"ran": run.ran, "built": len(run.created), "dropped": len(run.dropped),
-            "kept": len(run.kept), "deferred": len(run.deferred)}
+            "kept": len(run.kept), "deferred": len(run.deferred), "failed": len(run.failed)}
 
 
 def handler(event: Mapping[str, Any], context: object) -> dict[str, Any]:

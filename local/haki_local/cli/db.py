@@ -51,5 +51,5 @@ def _scope_indexes(args: argparse.Namespace) -> int:
         return 1
     build, drop = ("would build", "would drop") if args.dry_run else ("built", "dropped")
     print(f"scope indexes: {build} {len(run.created)}, {drop} {len(run.dropped)}, "
-          f"kept {len(run.kept)} ({took:.2f}s)")
-    return 0
+          f"kept {len(run.kept)}, failed {len(run.failed)} ({took:.2f}s)")
+    return 1 if run.failed else 0

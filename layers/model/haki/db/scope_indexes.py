@@ -68,12 +68,13 @@ KINDS: dict[Kind, str] = {
 #: ``text_scope_stats``'s count of a table's rows in a scope.
 _ROWS_COLUMN: dict[Table, str] = {"facts": "fact_docs", "events": "event_docs"}
 
-#: Session advisory lock of a run (another run at once returns at once).
-ADVISORY_LOCK_KEY = 0x6861_6B69_0016  # "haki" + migration 0016
+#: Session advisory lock of a run (another run at once returns at once): "haki" then "sc",
+#: a key of its own (the migration runner holds another).
+ADVISORY_LOCK_KEY = 0x6861_6B69_7363
 
 #: Each scope's rows in a table and that table's total, over the scopes' statistics; only the
-#: scopes that may hold a graph (at least the keep floor, at most the share) come back, the
-#: largest first.
+#: scopes that may hold indexes of their own (at least the keep floor, at most the share) come
+#: back, the largest first.
 CANDIDATE_SCOPES = """
 SELECT project_id, subject_id, rows
 FROM (
@@ -88,7 +89,7 @@ ORDER BY rows DESC, project_id, subject_id
 #: invalid one behind): exactly the names :func:`index_name` makes (``facts_scope_idx``, the
 #: table's own scope btree, must never match).
 EXISTING_INDEXES = """
-SELECT c.relname AS name, i.indisvalid AS valid, t.relname AS table_name, c.reltuples
+SELECT c.relname AS name, i.indisvalid AS valid
 FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indexrelid
 JOIN pg_class AS t ON t.oid = i.indrelid
@@ -126,6 +127,10 @@ class ScopeIndexPolicy:
     #: The builds' ``maintenance_work_mem``: a graph that does not fit is built much slower
     #: (pgvector warns); 50,000 rows of 384 dimensions take ~100 MB.
     maintenance_work_mem: str = "512MB"
+    #: How long a build or a drop may wait for a lock — a concurrent build also waits for the
+    #: transactions older than it — before it fails (and the run goes on with the next one),
+    #: so that a long transaction never holds the task until its function times out.
+    lock_timeout: str = "60s"
 
     def __post_init__(self) -> None:
         if self.min_rows < 2 or not 0 < self.max_share <= 1 or self.max_scopes < 0:
@@ -165,6 +170,9 @@ class ScopeIndexRun:
     kept: list[str] = field(default_factory=list)
     #: Wanted, but not built: the run's deadline came first (the next run builds them).
     deferred: list[str] = field(default_factory=list)
+    #: A build or drop that failed (logged; a failed build may leave an invalid index, which
+    #: the next run drops and builds again).
+    failed: list[str] = field(default_factory=list)
     #: False: another run held the lock, this one did nothing.
     ran: bool = True
 
@@ -203,8 +211,9 @@ def reconcile_scope_indexes(
             log.info("scope indexes: another run holds the lock; nothing done")
             return ScopeIndexRun(ran=False)
         try:
-            conn.execute("SELECT set_config('maintenance_work_mem', %s, false)",
-                         (policy.maintenance_work_mem,))
+            conn.execute("SELECT set_config('maintenance_work_mem', %s, false), "
+                         "set_config('lock_timeout', %s, false)",
+                         (policy.maintenance_work_mem, policy.lock_timeout))
             existing = {row[0]: row[1] for row in conn.execute(EXISTING_INDEXES)}
             wanted = wanted_indexes(conn, policy, set(existing))
             wanted_names = {index.name for index in wanted}
@@ -213,9 +222,9 @@ def reconcile_scope_indexes(
                     run.kept.append(name)
                     continue
                 say(f"drop {name}" + ("" if valid else " (invalid: an interrupted build)"))
-                if not dry_run:
-                    conn.execute(sql.SQL(DROP_INDEX).format(name=sql.Identifier(name)))
-                run.dropped.append(name)
+                if dry_run or _run_ddl(conn, sql.SQL(DROP_INDEX).format(
+                        name=sql.Identifier(name)), name, run):
+                    run.dropped.append(name)
             for index in wanted:
                 if index.name in run.kept:
                     continue
@@ -224,17 +233,32 @@ def reconcile_scope_indexes(
                     continue
                 say(f"build {index.name} ({index.table}, {index.rows:,} rows)")
                 started = time.monotonic()
-                if not dry_run:
-                    conn.execute(sql.SQL(CREATE_INDEX).format(
+                if dry_run:
+                    run.created.append(index.name)
+                elif _run_ddl(conn, sql.SQL(CREATE_INDEX).format(
                         name=sql.Identifier(index.name), table=sql.Identifier(index.table),
                         method=sql.SQL(KINDS[index.kind]),
                         project_id=sql.Literal(index.project_id),
-                        subject_id=sql.Literal(index.subject_id)))
+                        subject_id=sql.Literal(index.subject_id)), index.name, run):
                     log.info("scope index %s built on %s: %d rows in %.1f s", index.name,
                              index.table, index.rows, time.monotonic() - started)
-                run.created.append(index.name)
+                    run.created.append(index.name)
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
-    log.info("scope indexes: %d built, %d dropped, %d kept, %d deferred", len(run.created),
-             len(run.dropped), len(run.kept), len(run.deferred))
+    log.info("scope indexes: %d built, %d dropped, %d kept, %d deferred, %d failed",
+             len(run.created), len(run.dropped), len(run.kept), len(run.deferred),
+             len(run.failed))
     return run
+
+
+def _run_ddl(conn: psycopg.Connection, statement: sql.Composed, name: str,
+             run: ScopeIndexRun) -> bool:
+    """One build or drop; a database error is logged (the index's name and the error's
+    SQLSTATE and message, which name no tenant) and counted, and the run goes on."""
+    try:
+        conn.execute(statement)
+    except psycopg.Error as exc:
+        log.error("scope index %s: %s %s", name, exc.sqlstate, exc.diag.message_primary)
+        run.failed.append(name)
+        return False
+    return True
