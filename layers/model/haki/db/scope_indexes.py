@@ -45,6 +45,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 import psycopg
@@ -105,11 +106,17 @@ WHERE project_id = {project_id} AND subject_id = {subject_id}
 DROP_INDEX = "DROP INDEX CONCURRENTLY IF EXISTS {name}"
 
 
+@lru_cache(maxsize=1024)
+def _scope_digest(project_id: str, subject_id: str) -> str:
+    """20 hex digits of sha256(project, subject), a NUL byte (which no id holds) between
+    them; one per scope, whatever the table or kind (a context call asks for two names)."""
+    return hashlib.sha256(f"{project_id}\0{subject_id}".encode()).hexdigest()[:20]
+
+
 def index_name(table: Table, kind: Kind, project_id: str, subject_id: str) -> str:
     """The name of (project, subject)'s own ``kind`` index on ``table``: a digest, never the
-    ids (a NUL byte, which no id holds, separates them)."""
-    digest = hashlib.sha256(f"{project_id}\0{subject_id}".encode()).hexdigest()[:20]
-    return f"{table}_scope_{kind}_{digest}"
+    ids."""
+    return f"{table}_scope_{kind}_{_scope_digest(project_id, subject_id)}"
 
 
 def graph_name(table: Table, project_id: str, subject_id: str) -> str:
@@ -121,9 +128,10 @@ def graph_name(table: Table, project_id: str, subject_id: str) -> str:
 class ScopeIndexPolicy:
     """Which scopes get indexes of their own (module docstring)."""
 
-    min_rows: int = 10_000
-    max_share: float = 0.5
-    max_scopes: int = 32
+    # The defaults are the settings' (one source: HAKI_SCOPE_INDEX*).
+    min_rows: int = Settings.model_fields["scope_index_min_rows"].default
+    max_share: float = Settings.model_fields["scope_index_max_share"].default
+    max_scopes: int = Settings.model_fields["scope_indexes_max"].default
     #: The builds' ``maintenance_work_mem``: a graph that does not fit is built much slower
     #: (pgvector warns); 50,000 rows of 384 dimensions take ~100 MB.
     maintenance_work_mem: str = "512MB"
