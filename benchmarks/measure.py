@@ -9,7 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 from uuid import UUID
@@ -26,7 +26,7 @@ from haki.assembler import (
     compute_now,
 )
 from haki.assembler import sql as assembler_sql
-from haki.assembler.retrieval import fetch_arms, query_parameters, send_text_arm
+from haki.assembler.retrieval import FusedArms, query_parameters
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
@@ -186,7 +186,7 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone (with their planner settings, rows
     fetched), inside the scoped transaction: the seed's facts statement, or the fused
-    ranking's arms as a call sends and fetches them (``retrieval.fetch_arms``: the text arm
+    ranking's arms as a call sends and fetches them (``retrieval.FusedArms``: the text arm
     with the turns around its episodes, then the vector arm's round trip, the nearest facts
     beside it on the second connection with ``parallel_arms``) — without the embedding to
     hide the text arm, and without the merge."""
@@ -196,11 +196,12 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
     try:
         for i, q in enumerate([*queries[:warmup], *queries]):
             params = query_parameters(_request(q), q.vector, config)
-            with ctx.tenant(q), db.transaction(q.project_id) as conn, conn.pipeline():
+            with (ctx.tenant(q), db.transaction(q.project_id) as conn, conn.pipeline(),
+                  ExitStack() as stack):
                 started = time.perf_counter()
                 if config.ranking == "fused":
                     side = db.sibling() if config.parallel_arms else None
-                    fetch_arms(conn, params, send_text_arm(conn, params), side)
+                    FusedArms(conn, params, side, stack).fetch()
                 else:
                     conn.execute(assembler_sql.PLANNER_SETTINGS, params)
                     conn.cursor(binary=True).execute(

@@ -1,8 +1,9 @@
 """The query embedding overlaps the first round trip (issue 13, item 2): with a vector still
-being computed, the fused assembler sends BEGIN, the scope, the planner settings and the text
-arm first, and waits for the vector only then — with the same packet and trace as a vector
-given up front. Text-arm rows the vector arm did not return get their distance in Python:
-the same as pgvector's ``<=>``."""
+being computed, the fused assembler sends BEGIN, the scope and the text arm first, opens the
+nearest facts' transaction on the second connection, takes the text arm's rows in, and waits
+for the vector only then — with the same packet and trace as a vector given up front.
+Text-arm rows the vector arm did not return get their distance in Python: the same as
+pgvector's ``<=>``."""
 
 import threading
 import time
@@ -78,20 +79,69 @@ def test_the_text_arm_runs_before_the_vector_is_awaited(
     assert result.facts_served > 0
 
 
+def _after(delay_s: float) -> Future[QueryVector]:
+    """The query vector, computed in the background in ``delay_s``: still pending when the
+    assembler looks (its text arm's rows are then taken in while it waits), or, with 0 and
+    awaited first, a future already done (the rows are taken with the vector arm's)."""
+    def embed() -> np.ndarray:
+        time.sleep(delay_s)
+        return Q
+    future = compute_in_background(embed)
+    if delay_s == 0:
+        future.result()
+    return future
+
+
+@pytest.mark.parametrize("parallel_arms", [True, False])
 def test_a_pending_vector_gives_the_packet_and_trace_of_a_ready_one(
     seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str,
+    parallel_arms: bool,
 ) -> None:
     _seed(seed)
-    ready = assemble(_request(project_id), QueryVector(Q), db=app_db, config=CONFIG)
-    pending = assemble(_request(project_id), compute_in_background(lambda: Q), db=app_db,
-                       config=CONFIG)
-    assert pending.response.packet == ready.response.packet
+    config = replace(CONFIG, parallel_arms=parallel_arms)
+    ready = assemble(_request(project_id), QueryVector(Q), db=app_db, config=config)
+    pending = assemble(_request(project_id), _after(0.3), db=app_db, config=config)
+    done = assemble(_request(project_id), _after(0), db=app_db, config=config)
+    assert pending.timings_ms["embed_wait"] > 0 and done.timings_ms["embed_wait"] < 50
     strip = ("trace_id", "created_at")
     rows = [[{k: v for k, v in r.items() if k not in strip}
-             for r in trace_rows(owner_conn, a.response.trace_id)] for a in (ready, pending)]
-    assert rows[0] == rows[1] and len(rows[0]) == ready.candidates
+             for r in trace_rows(owner_conn, a.response.trace_id)]
+            for a in (ready, pending, done)]
+    for other in (pending, done):
+        assert other.response.packet == ready.response.packet
+    assert rows[0] == rows[1] == rows[2] and len(rows[0]) == ready.candidates
     text_only = [r for r in rows[0] if r["vector_rank"] is None and r["text_arm_rank"]]
     assert text_only, "the seed data should give a row of the text arm alone"
+
+
+def test_the_side_transaction_opens_before_the_vector_is_awaited(
+    seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str,
+) -> None:
+    """With the nearest facts on the second connection, that connection's BEGIN, scope and
+    planner settings have reached the server while the vector is still being computed (its
+    last statement, seen in pg_stat_activity: no other statement of the call before the
+    vector sets them)."""
+    _seed(seed)
+    seen: list[bool] = []
+
+    def embed() -> np.ndarray:
+        until = time.monotonic() + 10.0
+        while time.monotonic() < until:
+            row = owner_conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = 'haki_app' "
+                "AND state <> 'idle' AND query LIKE %s",
+                ("%hnsw.iterative_scan%",)).fetchone()
+            if row and row[0]:
+                seen.append(True)
+                return Q
+            time.sleep(0.01)
+        seen.append(False)
+        return Q
+
+    result = assemble(_request(project_id), compute_in_background(embed), db=app_db,
+                      config=replace(CONFIG, parallel_arms=True))
+    assert seen == [True], "the side's planner settings had not run while the vector waited"
+    assert result.facts_served > 0
 
 
 def test_a_failed_embedding_fails_the_call_and_writes_nothing(

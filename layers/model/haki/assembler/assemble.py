@@ -3,6 +3,7 @@
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,11 +15,11 @@ from haki.assembler.entities import extract_entities
 from haki.assembler.fusion import fuse, neighbour_sources, propagate
 from haki.assembler.packing import Packer
 from haki.assembler.retrieval import (
+    FusedArms,
     query_parameters,
     retrieve,
     retrieve_fused,
     retrieve_multi_hop,
-    send_text_arm,
 )
 from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database
@@ -103,9 +104,10 @@ def assemble(
     horizons, the candidate strategy — comes from ``config``.
 
     ``query`` may still be computing (a future, :func:`embed_in_background`): the fused
-    ranking queues BEGIN, the scope, the planner settings and the text arm first and waits
-    for the vector only then, so the server's first work and the embedding overlap. The
-    timings say what the call waited for the vector (``embed_wait``)."""
+    ranking queues BEGIN, the scope and the text arm first (and opens the nearest facts'
+    transaction on the second connection), takes the text arm's rows in while the question
+    is embedded, and waits for the vector only then; so the server's first work and the
+    embedding overlap. The timings say what the call waited for the vector (``embed_wait``)."""
     started = time.perf_counter()
     params = query_parameters(request, None, config)
     packer = Packer(
@@ -115,15 +117,19 @@ def assemble(
         excerpt_with_kind=config.excerpt_with_kind,
     )
     trace_id = new_trace_id()
-    with db.transaction(request.project_id, pipeline=True) as conn:
-        text_arm = send_text_arm(conn, params) if config.ranking == "fused" else None
+    with db.transaction(request.project_id, pipeline=True) as conn, ExitStack() as stack:
+        arms = None
+        if config.ranking == "fused":
+            arms = FusedArms(conn, params, db.sibling() if config.parallel_arms else None,
+                             stack)
+            if isinstance(query, Future) and not query.done():
+                arms.take_text()
         waiting = time.perf_counter()
         vector = _resolved(query)
         waited = time.perf_counter()
         params["query_vector"] = vector.vector
-        if text_arm is not None:
-            side = db.sibling() if config.parallel_arms else None
-            _pack_fused(conn, params, packer, config, text_arm, side)
+        if arms is not None:
+            _pack_fused(params, packer, config, arms)
         else:
             _pack_seed(conn, params, packer, config, request.query)
         retrieved_at = time.perf_counter()
@@ -155,12 +161,11 @@ def assemble(
     )
 
 
-def _pack_fused(conn: psycopg.Connection, params: dict[str, Any], packer: Packer,
-                config: RetrievalConfig, text_arm: psycopg.Cursor, side: Database | None,
-                ) -> None:
+def _pack_fused(params: dict[str, Any], packer: Packer, config: RetrievalConfig,
+                arms: FusedArms) -> None:
     """One list of facts and episodes: both arms, the fusion, the neighbours of the best
     episodes, then one greedy pass under the budget."""
-    found = retrieve_fused(conn, params, text_arm, side)
+    found = retrieve_fused(arms, params)
     ranked = fuse(found.hits, config)
     sources = neighbour_sources(ranked, config) if config.use_neighbours else []
     if sources:

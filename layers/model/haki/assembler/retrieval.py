@@ -2,6 +2,7 @@
 and in ``trace.py``."""
 
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -108,15 +109,6 @@ def retrieve_multi_hop(
     return list(unique.values())
 
 
-def send_text_arm(conn: psycopg.Connection, params: dict[str, Any]) -> psycopg.Cursor:
-    """Fused, first part: queue the text arm, which needs no query vector, so that the
-    server runs it (after BEGIN and the scope, in the same pipeline) while the question is
-    still being embedded. Read the cursor with :func:`retrieve_fused`."""
-    # Binary rows: the text arm's rows bring their embedding, decoded straight into numpy.
-    return conn.cursor(row_factory=dict_row, binary=True).execute(
-        sql.TEXT_ARM_CANDIDATES, params)
-
-
 @dataclass(frozen=True)
 class Neighbourhood:
     """The neighbouring turns of every episode that can be a neighbour source
@@ -170,50 +162,81 @@ class ArmRows:
     text: list[dict[str, Any]]
 
 
-def fetch_arms(conn: psycopg.Connection, params: dict[str, Any], text_arm: psycopg.Cursor,
-               side: Database | None = None) -> ArmRows:
-    """The vector arm in one round trip (``params`` now holds the query vector) — the
-    nearest facts and the nearest events, each after the breadth of its own graph — and the
-    text arm's rows, which ran while the question was embedded. With a ``side`` handle
-    (``Database.sibling``) the nearest facts run there, in a read-only transaction under the
-    same key, while ``conn``'s server searches the events."""
-    if side is None:
-        events, text = _events_and_text(conn, text_arm, params)
-        facts = _send(conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
-    else:
-        # The block's end (COMMIT) waits for the facts, while the events run on ``conn``.
-        with side.transaction(params["project_id"], pipeline=True, read_only=True) as beside:
-            facts = _send(beside, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
-            events, text = _events_and_text(conn, text_arm, params)
-    return ArmRows(facts.fetchall(), events.fetchall(), text)
+class FusedArms:
+    """The fused ranking's statements, sent as early as each can go. Created before the
+    query vector is known: the text arm is queued on ``conn`` (after BEGIN and the scope, in
+    the same pipeline) and, with a ``side`` handle (``Database.sibling``), the side's
+    read-only transaction is opened under the same key with the facts graph's planner
+    settings. While the question is still being embedded, :meth:`take_text` brings the text
+    arm's rows in and decodes them. Once the vector is in ``params``, :meth:`fetch` sends the
+    nearest facts (on the side, else on ``conn``) and the nearest events together: one round
+    trip after the embedding. ``stack`` closes the side's transaction (rolled back) if the
+    call fails before :meth:`fetch` has committed it."""
 
+    def __init__(self, conn: psycopg.Connection, params: dict[str, Any],
+                 side: Database | None, stack: ExitStack) -> None:
+        self._conn = conn
+        self._params = params
+        # Binary rows: the text arm's rows bring their embedding, decoded straight into numpy.
+        self._text_arm = conn.cursor(row_factory=dict_row, binary=True).execute(
+            sql.TEXT_ARM_CANDIDATES, params)
+        self._text: list[dict[str, Any]] | None = None
+        self._side = ExitStack()
+        stack.enter_context(self._side)
+        self._beside: psycopg.Connection | None = None
+        if side is not None:
+            self._beside = self._side.enter_context(
+                side.transaction(params["project_id"], pipeline=True, read_only=True))
+            self._beside.execute(sql.PLANNER_SETTINGS, params)
 
-def _events_and_text(conn: psycopg.Connection, text_arm: psycopg.Cursor,
-                     params: dict[str, Any]) -> tuple[psycopg.Cursor, list[dict[str, Any]]]:
-    """The text arm's results taken in (a nested pipeline syncs: the arm ended during the
-    embedding, so this is one short round trip), the nearest events sent, and the text
-    arm's rows decoded while the server searches."""
-    with conn.pipeline():
-        pass
-    events = _send(conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
-    return events, text_arm.fetchall()
+    def take_text(self) -> None:
+        """Bring the text arm's rows in now (a round trip that waits for the arm, then the
+        decoding): called while the question is embedded, it takes both off the call's path."""
+        if self._text is None:
+            with self._conn.pipeline():  # a nested pipeline syncs
+                pass
+            self._text = self._text_arm.fetchall()
+
+    def fetch(self) -> ArmRows:
+        """The vector arm — the nearest facts and the nearest events, each after the breadth
+        of its own graph — and the text arm's rows (taken in now if :meth:`take_text` was not
+        called: they must be in before the events are queued, or fetching them would wait
+        for the events too)."""
+        params = self._params
+        if self._beside is not None:
+            facts = _nearest(self._beside, sql.NEAREST_FACTS, params)
+        if self._text is None:
+            with self._conn.pipeline():
+                pass
+        events = _send(self._conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+        text = self._text_arm.fetchall() if self._text is None else self._text
+        if self._beside is None:
+            facts = _send(self._conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
+        # The side's COMMIT leaves with its facts, one round trip that waits for both (while
+        # the server still searches the events on ``conn``).
+        self._side.close()
+        return ArmRows(facts.fetchall(), events.fetchall(), text)
 
 
 def _send(conn: psycopg.Connection, settings: str, statement: str,
           params: dict[str, Any]) -> psycopg.Cursor:
     """Queue a graph's breadth and its nearest-rows statement (binary rows)."""
     conn.execute(settings, params)
+    return _nearest(conn, statement, params)
+
+
+def _nearest(conn: psycopg.Connection, statement: str, params: dict[str, Any]
+             ) -> psycopg.Cursor:
     return conn.cursor(row_factory=dict_row, binary=True).execute(statement, params)
 
 
-def retrieve_fused(conn: psycopg.Connection, params: dict[str, Any],
-                   text_arm: psycopg.Cursor, side: Database | None = None) -> FusedRows:
-    """Fused, second part: the arms' rows (:func:`fetch_arms`) merged by distance (ties by
-    id) and ranked, the best ``vector_top_k`` kept; then every row either arm returned,
+def retrieve_fused(arms: FusedArms, params: dict[str, Any]) -> FusedRows:
+    """The fused arms' rows (:meth:`FusedArms.fetch`) merged by distance (ties by id) and
+    ranked, the best ``vector_top_k`` kept; then every row either arm returned,
     facts and events, once, with its arm ranks. A text-arm row the vector arm did not return
     gets its distance here, from its stored embedding (cosine distance in float64, as
     pgvector's ``<=>`` computes it to ~1e-7)."""
-    rows = fetch_arms(conn, params, text_arm, side)
+    rows = arms.fetch()
     query = np.asarray(params["query_vector"], dtype=np.float64)
     nearest = [row for row in rows.events if row["item"] == "event"]
     text_rows = [row for row in rows.text if row["item"] != "neighbour"]
