@@ -52,13 +52,16 @@ def run_scenario(
     owner_url = embedded_role_url(superuser_url, Role.OWNER, load.database)
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("TRUNCATE context_calls, context_traces")
-    queries = Generator(scenario.dataset, now=now).queries(
+    generator = Generator(scenario.dataset, now=now)
+    queries = generator.queries(
         scenario.target_scopes(), scenario.queries, salt=zlib.crc32(scenario.name.encode()))
+    warm_up = generator.queries(scenario.target_scopes(), scenario.warmup_queries,
+                                salt=zlib.crc32(f"warm-up {scenario.name}".encode()))
     owner = Database(owner_url)
     try:
         api_keys = {project: create_key(owner, org_id="haki-bench", project_id=project,
                                         label="scale benchmark", create_project=True).key
-                    for project in sorted({q.project_id for q in queries})}
+                    for project in sorted({q.project_id for q in [*queries, *warm_up]})}
     finally:
         owner.close()
     ctx = measure.Context(embedded_role_url(superuser_url, Role.APP, load.database),
@@ -67,6 +70,9 @@ def run_scenario(
                           api_keys, overlap=overlap)
     naive_queries = queries[:scenario.naive_queries]
 
+    if warm_up:
+        log.info("%s: %d warm-up calls (other questions)", scenario.name, len(warm_up))
+        measure.run_calls(ctx, warm_up)
     log.info("%s: %d assembler calls", scenario.name, len(queries))
     ours = measure.run_calls(ctx, queries, warmup=plan.warmup)
     log.info("%s: %d naive calls", scenario.name, len(naive_queries))
@@ -111,6 +117,7 @@ def run_scenario(
         "scope_facts": scenario.scope_facts,
         "single_scope": scenario.single_scope,
         "queries": len(queries),
+        "warmup_queries": len(warm_up),
         "naive_queries": len(naive_queries),
         "ours": {**ours_parts, "sql_only": ours_sql_s},
         "naive": {**naive_parts, "sql_only": naive_sql_s},

@@ -2,6 +2,7 @@
 every probe, the results file and the plots; the naive baseline scores like the assembler."""
 
 import json
+import zlib
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +62,27 @@ def test_every_probe_measured_something(results: dict) -> None:
         # Tiny scopes are scanned exactly: the vector arm returns the true top-k.
         assert s["vector_recall"]["mean"] == 1.0
         assert s["throughput"]["concurrent"]["calls"] == SMOKE.throughput_calls
+
+
+def test_warm_up_calls_ask_other_questions_than_the_timed_ones(
+    pg_superuser_url: str, results: dict
+) -> None:
+    scenario = SMOKE.scenarios[0]
+    doc = results["json"]["scenarios"][0]
+    assert doc["warmup_queries"] == scenario.warmup_queries == 2
+    database = database_name(scenario.dataset)
+    owner = embedded_role_url(pg_superuser_url, Role.OWNER, database)
+    with connect(owner) as conn:
+        queries = [row[0] for row in conn.execute(
+            "SELECT query FROM context_calls ORDER BY created_at").fetchall()]
+    # The table is emptied before the scenario: its first calls are the warm-up's, then the
+    # plan's warm-up (the first timed question, untimed), then the timed loop.
+    timed = [q.text for q in Generator(scenario.dataset, now=datetime.now(UTC)).queries(
+        scenario.target_scopes(), scenario.queries, salt=zlib.crc32(scenario.name.encode()))]
+    warm, first = scenario.warmup_queries, scenario.warmup_queries + SMOKE.warmup
+    assert queries[warm:first] == timed[:SMOKE.warmup]
+    assert queries[first:first + scenario.queries] == timed
+    assert queries[:warm] != timed[:warm]
 
 
 def test_a_loaded_data_set_is_reused_only_when_its_spec_matches(
