@@ -193,9 +193,13 @@ class FusedArms:
         """Bring the text arm's rows in now (a round trip that waits for the arm, then the
         decoding): called while the question is embedded, it takes both off the call's path."""
         if self._text is None:
-            with self._conn.pipeline():  # a nested pipeline syncs
-                pass
+            self._sync()
             self._text = self._text_arm.fetchall()
+
+    def _sync(self) -> None:
+        """Take in the results of everything queued on ``conn`` (a nested pipeline syncs)."""
+        with self._conn.pipeline():
+            pass
 
     def fetch(self) -> ArmRows:
         """The vector arm — the nearest facts and the nearest events, each after the breadth
@@ -206,8 +210,7 @@ class FusedArms:
         if self._beside is not None:
             facts = _nearest(self._beside, sql.NEAREST_FACTS, params)
         if self._text is None:
-            with self._conn.pipeline():
-                pass
+            self._sync()
         events = _send(self._conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
         text = self._text_arm.fetchall() if self._text is None else self._text
         if self._beside is None:

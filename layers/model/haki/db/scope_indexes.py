@@ -51,6 +51,7 @@ from typing import Literal
 import psycopg
 from psycopg import sql
 
+from haki.db.connection import connect
 from haki.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ def reconcile_scope_indexes(
     policy = policy or ScopeIndexPolicy()
     say = progress or (lambda _message: None)
     run = ScopeIndexRun()
-    with psycopg.connect(conninfo, autocommit=True, prepare_threshold=None) as conn:
+    with connect(conninfo) as conn:
         if not conn.execute("SELECT pg_try_advisory_lock(%s)", (ADVISORY_LOCK_KEY,)).fetchone()[0]:
             log.info("scope indexes: another run holds the lock; nothing done")
             return ScopeIndexRun(ran=False)
