@@ -25,7 +25,7 @@ from benchmarks import measure
 from benchmarks.loader import ensure_dataset
 from benchmarks.plans import FULL, QUICK, Plan, Scenario
 from benchmarks.report import summarize_run, write_results
-from benchmarks.server import start_bench_server
+from benchmarks.server import huge_pages_fact, start_bench_server
 from benchmarks.synthetic import Generator
 from haki.assembler import DEFAULT_CONFIG, PRESETS, RetrievalConfig
 from haki.db import Database, Role
@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     # Cold cache only: the benchmark's templated questions repeat, and a cached vector would
     # hide the embedding's cost.
     embedder = get_embedder(settings.model_copy(update={"embed_query_cache_size": 0}))
-    superuser_url = start_bench_server()
+    superuser_url = start_bench_server(huge_pages=True)
+    log.info("benchmark server shared memory: %s", huge_pages_fact())
     if args.ranking:
         settings = settings.model_copy(update={"ranking": args.ranking})
     results = run_plan(QUICK if args.quick else FULL, superuser_url=superuser_url,
