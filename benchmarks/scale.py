@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from benchmarks import measure
-from benchmarks.loader import ensure_dataset
+from benchmarks.loader import ensure_dataset, prewarm_rows
 from benchmarks.plans import FULL, QUICK, Plan, Scenario
 from benchmarks.report import summarize_run, write_results
 from benchmarks.server import huge_pages_fact, start_bench_server
@@ -51,6 +51,9 @@ def run_scenario(
     load = ensure_dataset(superuser_url, scenario.dataset, reuse=reuse, now=now,
                           progress=progress)
     owner_url = embedded_role_url(superuser_url, Role.OWNER, load.database)
+    prewarm_s = prewarm_rows(owner_url)
+    log.info("%s: every row of the data set read into shared buffers in %.1f s",
+             scenario.name, prewarm_s)
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("TRUNCATE context_calls, context_traces")
     generator = Generator(scenario.dataset, now=now)
@@ -116,6 +119,7 @@ def run_scenario(
             "scope_indexes": load.scope_indexes,
             "scope_indexes_build_s": round(load.scope_indexes_s, 1),
             "copy_rows_per_s": round(load.rows_per_s) if load.rows_per_s else None,
+            "prewarm_s": round(prewarm_s, 1),
         },
         "scope_facts": scenario.scope_facts,
         "single_scope": scenario.single_scope,
