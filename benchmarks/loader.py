@@ -154,28 +154,42 @@ def _copy(
             bar.update(len(batch))
 
 
-#: Every row of a table read through its scope index (``facts_scope_idx`` /
-#: ``events_scope_idx``, 0002), as the calls read a scope's rows, so that each heap page
-#: passes through shared buffers with the normal strategy. A sequential scan would not do:
-#: a table larger than a quarter of shared_buffers is read through a small ring of buffers.
-#: ``octet_length`` of a column no index holds makes each row come from the heap.
-_PREWARM = {
-    table: f"SELECT count(octet_length(t.search_vector::text)) FROM {table} AS t "
-           "WHERE t.project_id >= ''"
-    for table in ("facts", "events")
-}
+
+#: What the calls read besides the graphs, each page through shared buffers with the normal
+#: strategy (a sequential scan of a table larger than a quarter of shared_buffers only
+#: cycles a small ring of buffers, so each statement reads through an index):
+#: - every row of facts and events through its scope index (``facts_scope_idx`` /
+#:   ``events_scope_idx``, 0002: their leaf pages too), ``octet_length`` of a column no index
+#:   holds making each row come from the heap;
+#: - the primary keys (the TID and id look-ups), by index-only scans;
+#: - the text indexes (0004, 0011), by one bitmap scan per table for every term the data set
+#:   holds (``text_term_stats``), and the text statistics with their primary keys.
+_PREWARM = [
+    *(f"SELECT count(octet_length(t.search_vector::text)) FROM {table} AS t "
+      "WHERE t.project_id >= ''" for table in ("facts", "events")),
+    *(f"SELECT count(*) FROM {table} WHERE id >= '00000000-0000-0000-0000-000000000000'"
+      for table in ("facts", "events")),
+    *(f"SELECT count(*) FROM {table} WHERE search_vector @@ (SELECT tsquery_or_agg("
+      "plainto_tsquery('simple', term)) FROM (SELECT DISTINCT term FROM text_term_stats) AS t)"
+      for table in ("facts", "events")),
+    *(f"SELECT count(*) FROM {table} WHERE project_id >= ''"
+      for table in ("text_term_stats", "text_scope_stats")),
+]
 
 
-def prewarm_rows(owner_url: str) -> float:
-    """Bring every heap page of facts and events into shared buffers (no ``pg_prewarm`` in
-    the embedded build); seconds taken. A memory service's database runs for months, its
-    rows in memory; a scenario of 1,000 subjects would otherwise time mostly first reads of
-    subjects the warm-up did not ask about. The graphs are warmed by the warm-up's questions."""
+def prewarm(owner_url: str) -> float:
+    """Bring a data set's rows, its B-tree and text indexes and its text statistics into
+    shared buffers (``_PREWARM``; no ``pg_prewarm`` in the embedded build); seconds taken. A
+    memory service's database runs for months, its working set in memory; a scenario of 1,000
+    subjects would otherwise time mostly first reads of the subjects the warm-up did not ask
+    about. The HNSW graphs are warmed by the warm-up's questions."""
     started = time.perf_counter()
     with connect(owner_url) as conn:
-        for setting in ("enable_seqscan", "enable_bitmapscan", "enable_indexonlyscan"):
+        for setting in ("enable_seqscan", "enable_bitmapscan"):
             conn.execute(sql.SQL("SET {} = off").format(sql.Identifier(setting)))
         conn.execute("SET max_parallel_workers_per_gather = 0")
-        for statement in _PREWARM.values():
+        for statement in _PREWARM:
+            # The text indexes can only be read by a bitmap scan.
+            conn.execute("SET enable_bitmapscan = " + ("on" if "@@" in statement else "off"))
             conn.execute(statement)
     return time.perf_counter() - started

@@ -22,7 +22,7 @@ from typing import Any
 import psycopg
 
 from benchmarks import measure
-from benchmarks.loader import ensure_dataset, prewarm_rows
+from benchmarks.loader import ensure_dataset, prewarm
 from benchmarks.plans import FULL, QUICK, Plan, Scenario
 from benchmarks.report import summarize_run, write_results
 from benchmarks.server import huge_pages_fact, start_bench_server
@@ -51,8 +51,8 @@ def run_scenario(
     load = ensure_dataset(superuser_url, scenario.dataset, reuse=reuse, now=now,
                           progress=progress)
     owner_url = embedded_role_url(superuser_url, Role.OWNER, load.database)
-    prewarm_s = prewarm_rows(owner_url)
-    log.info("%s: every row of the data set read into shared buffers in %.1f s",
+    prewarm_s = prewarm(owner_url)
+    log.info("%s: rows, B-tree and text indexes read into shared buffers in %.1f s",
              scenario.name, prewarm_s)
     with psycopg.connect(owner_url, autocommit=True) as conn:
         conn.execute("TRUNCATE context_calls, context_traces")
