@@ -154,7 +154,6 @@ def _copy(
             bar.update(len(batch))
 
 
-
 #: What the calls read besides the graphs, each page through shared buffers with the normal
 #: strategy (a sequential scan of a table larger than a quarter of shared_buffers only
 #: cycles a small ring of buffers, so each statement reads through an index):
@@ -164,15 +163,16 @@ def _copy(
 #: - the primary keys (the TID and id look-ups), by index-only scans;
 #: - the text indexes (0004, 0011), by one bitmap scan per table for every term the data set
 #:   holds (``text_term_stats``), and the text statistics with their primary keys.
-_PREWARM = [
-    *(f"SELECT count(octet_length(t.search_vector::text)) FROM {table} AS t "
-      "WHERE t.project_id >= ''" for table in ("facts", "events")),
-    *(f"SELECT count(*) FROM {table} WHERE id >= '00000000-0000-0000-0000-000000000000'"
-      for table in ("facts", "events")),
-    *(f"SELECT count(*) FROM {table} WHERE search_vector @@ (SELECT tsquery_or_agg("
-      "plainto_tsquery('simple', term)) FROM (SELECT DISTINCT term FROM text_term_stats) AS t)"
-      for table in ("facts", "events")),
-    *(f"SELECT count(*) FROM {table} WHERE project_id >= ''"
+#: Each statement with whether it reads through a bitmap scan (a GIN index has no other).
+_PREWARM: list[tuple[str, bool]] = [
+    *((f"SELECT count(octet_length(t.search_vector::text)) FROM {table} AS t "
+       "WHERE t.project_id >= ''", False) for table in ("facts", "events")),
+    *((f"SELECT count(*) FROM {table} WHERE id >= '00000000-0000-0000-0000-000000000000'",
+       False) for table in ("facts", "events")),
+    *((f"SELECT count(*) FROM {table} WHERE search_vector @@ (SELECT tsquery_or_agg("
+       "plainto_tsquery('simple', term)) FROM (SELECT DISTINCT term FROM text_term_stats) AS t)",
+       True) for table in ("facts", "events")),
+    *((f"SELECT count(*) FROM {table} WHERE project_id >= ''", False)
       for table in ("text_term_stats", "text_scope_stats")),
 ]
 
@@ -185,11 +185,9 @@ def prewarm(owner_url: str) -> float:
     about. The HNSW graphs are warmed by the warm-up's questions."""
     started = time.perf_counter()
     with connect(owner_url) as conn:
-        for setting in ("enable_seqscan", "enable_bitmapscan"):
-            conn.execute(sql.SQL("SET {} = off").format(sql.Identifier(setting)))
+        conn.execute("SET enable_seqscan = off")
         conn.execute("SET max_parallel_workers_per_gather = 0")
-        for statement in _PREWARM:
-            # The text indexes can only be read by a bitmap scan.
-            conn.execute("SET enable_bitmapscan = " + ("on" if "@@" in statement else "off"))
+        for statement, through_bitmap in _PREWARM:
+            conn.execute("SET enable_bitmapscan = " + ("on" if through_bitmap else "off"))
             conn.execute(statement)
     return time.perf_counter() - started

@@ -110,9 +110,9 @@ def _reserve_huge_pages(url: str) -> bool:
     try:
         before = int(NR_HUGEPAGES.read_text())
         add = huge_pages_to_add(needed, *meminfo_huge_pages(Path("/proc/meminfo").read_text()))
-        if add and not os.access(NR_HUGEPAGES, os.W_OK):
-            raise PermissionError(NR_HUGEPAGES)
         if add:
+            if not os.access(NR_HUGEPAGES, os.W_OK):
+                raise PermissionError(NR_HUGEPAGES)
             NR_HUGEPAGES.write_text(str(before + add))
             atexit.register(NR_HUGEPAGES.write_text, str(before))
     except OSError as exc:

@@ -1,6 +1,7 @@
 """The benchmark server's huge-page arithmetic (benchmarks/server.py), on texts of the kernel's
 own format; the reservation itself needs root and is exercised by `make bench`."""
 
+import os
 from pathlib import Path
 
 from benchmarks.server import huge_pages_to_add, meminfo_huge_pages, server_huge_pages_kb
@@ -31,7 +32,7 @@ def test_server_pages_read_from_the_postmaster_status(tmp_path: Path) -> None:
     # No postmaster.pid: unknown, reported as none.
     assert server_huge_pages_kb(tmp_path) == 0
     # This very process stands in for a postmaster: it maps no huge pages.
-    (tmp_path / "postmaster.pid").write_text(f"{__import__('os').getpid()}\n/data\n")
+    (tmp_path / "postmaster.pid").write_text(f"{os.getpid()}\n/data\n")
     assert server_huge_pages_kb(tmp_path) == 0
     (tmp_path / "postmaster.pid").write_text("not-a-pid\n")
     assert server_huge_pages_kb(tmp_path) == 0
