@@ -1,4 +1,4 @@
-"""The trace write (array literals, ``haki.assembler.trace.write_trace``) read back by inspect:
+"""The trace write (binary arrays, ``haki.assembler.trace.write_trace``) read back by inspect:
 every decision field of every kind — NULLs, bools, UUIDs, ranks, scores at ``real`` precision,
 every action and reason code — comes back as written, in order."""
 
@@ -61,8 +61,19 @@ def test_every_decision_field_reads_back_as_written(app_db: Database, project_id
                 assert g == w, name
 
 
-def test_an_empty_trace_is_empty_arrays() -> None:
-    assert all(values == [] for values in trace_arrays([]).values())
+def test_an_empty_trace_reads_back_empty(app_db: Database, project_id: str) -> None:
+    request = ContextRequest(project_id=project_id, subject_id="s", query="q", purpose="test")
+    response = ContextResponse(
+        packet=ContextPacket(facts=[], episodes=[], warnings=[], status="ok",
+                             empty_reason="no_memory"),
+        token_count=0, trace_id=new_trace_id())
+    with app_db.transaction(project_id, pipeline=True) as conn:
+        write_trace(conn, request, response, [],
+                    timings_ms={"embed": 1.0, "retrieval": 2.0, "total": 3.0})
+    trace = load_trace(app_db, project_id=project_id, subject_id="s",
+                       trace_id=response.trace_id)
+    assert trace.decisions == []
+    assert trace.packet.empty_reason == "no_memory"
 
 
 def test_a_value_of_another_type_is_refused_not_written() -> None:

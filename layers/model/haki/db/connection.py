@@ -22,6 +22,7 @@ from pgvector.psycopg import register_vector
 from psycopg import pq
 from psycopg.types.json import set_json_loads
 
+from haki.db.binary_arrays import DUMPERS as ARRAY_DUMPERS
 from haki.db.embedded import ensure_database, start_embedded
 from haki.db.migrate import apply_migrations
 from haki.db.protocol import ProtocolCounts, count_protocol
@@ -69,7 +70,8 @@ def embedded_role_url(superuser_url: str, role: Role, database: str) -> str:
 
 
 def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
-    """Open an autocommit connection with the vector type registered.
+    """Open an autocommit connection with the vector type and the binary array types
+    (``haki.db.binary_arrays``) registered.
 
     Autocommit: transactions are explicit (``conn.transaction()``), so nothing stays open
     between calls. ``prepare_threshold=None``: never prepare server-side (RDS Proxy pinning).
@@ -84,6 +86,8 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
     )
     register_vector(conn)
     set_json_loads(load_json, conn)
+    for array_type, dumper in ARRAY_DUMPERS:
+        conn.adapters.register_dumper(array_type, dumper)
     return conn
 
 
