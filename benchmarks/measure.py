@@ -5,6 +5,7 @@ Every loop runs the same :class:`~benchmarks.synthetic.BenchQuery` list in-proce
 runtime role (row-level security on, as in production).
 """
 
+import os
 import re
 import threading
 import time
@@ -47,6 +48,21 @@ class Call:
     candidates: int
     facts_served: int
     trace_id: UUID
+    #: CPU time of the calling thread (the assembler's Python and psycopg) and of the thread
+    #: that embedded the question.
+    client_cpu_ms: float = 0.0
+    embed_cpu_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Loop:
+    """The calls of one timing loop and the CPU the database server spent on them: the
+    processes behind the loop's connections, read from ``/proc`` (the benchmark's server is
+    local) before and after the loop, per call; None where ``/proc`` does not show them.
+    Parallel query workers are other processes: a plan with a Gather is undercounted."""
+
+    calls: list[Call]
+    database_cpu_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -96,36 +112,68 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConf
     runs in the background while the assembler's first round trip is in flight (unless
     ``ctx.overlap`` is off: then it runs first, as before issue 13)."""
     embedder = ctx.embedder
+    embed_cpu = [0.0]
 
     def embed() -> np.ndarray:
+        cpu = time.thread_time()
         if embedder is not None:
             embedder.embed_query(q.text)
+        embed_cpu[0] = (time.thread_time() - cpu) * 1000.0
         return q.vector
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     query = compute_in_background(embed) if ctx.overlap else compute_now(embed)
     with ctx.tenant(q):
         result = assemble(_request(q), query, db=db, config=config)
     finished = time.perf_counter()
+    client_cpu = (time.thread_time() - cpu) * 1000.0
+    if not ctx.overlap:  # embedded on this thread: its time is the embedding's
+        client_cpu -= embed_cpu[0]
     return Call(
         e2e_ms=(finished - started) * 1000.0, embed_ms=result.timings_ms["embed"],
         embed_wait_ms=result.timings_ms["embed_wait"],
         retrieval_ms=result.timings_ms["retrieval"], trace_ms=result.timings_ms["trace"],
         candidates=result.candidates, facts_served=result.facts_served,
-        trace_id=result.response.trace_id)
+        trace_id=result.response.trace_id, client_cpu_ms=client_cpu,
+        embed_cpu_ms=embed_cpu[0])
 
 
 def run_calls(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
-              warmup: int = 0) -> list[Call]:
-    """Sequential calls of the assembler (or the naive baseline); ``warmup`` untimed first."""
+              warmup: int = 0) -> Loop:
+    """Sequential calls of the assembler (or the naive baseline); ``warmup`` untimed first
+    (they also open both connections, whose server processes are then read)."""
     config = ctx.naive_config if naive else ctx.config
     db = Database(ctx.app_url)
     try:
         for q in queries[:warmup]:
             _timed_call(ctx, db, q, config)
-        return [_timed_call(ctx, db, q, config) for q in queries]
+        pids = [handle.connection().info.backend_pid for handle in (db, db.sibling())]
+        before = server_cpu_ms(pids)
+        calls = [_timed_call(ctx, db, q, config) for q in queries]
+        after = server_cpu_ms(pids)
     finally:
         db.close()
+    spent = None if before is None or after is None or not calls else (
+        (after - before) / len(calls))
+    return Loop(calls, spent)
+
+
+_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_ms(pids: Sequence[int]) -> float | None:
+    """User + system CPU time the processes ``pids`` have used (ms, at the kernel's clock-tick
+    resolution: meaningful over a loop, not a call); None if one is not visible in
+    ``/proc``."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += int(fields[11]) + int(fields[12])  # utime, stime (proc(5), fields 14-15)
+    return total * 1000.0 / _CLOCK_TICKS_PER_S
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,7 @@ def summarize_run(
     }
     results["targets"] = targets(results)
     results["table"] = table(scenarios)
+    results["cpu_table"] = cpu_table(scenarios)
     return results
 
 
@@ -144,6 +145,29 @@ def table(scenarios: list[dict[str, Any]]) -> list[str]:
             f"{pc['request_round_trips_warm_mean']:.1f}) · {pc['trace_rows_mean']:.0f} "
             f"| {tp['one_client_calls_per_s']:.0f} · {tp['concurrent']['calls_per_s']:.0f} |"
         )
+    return lines
+
+
+def cpu_table(scenarios: list[dict[str, Any]]) -> list[str]:
+    """A Markdown table of the CPU a call takes (ms, mean): the calling thread, the embedding
+    thread and the database server, their sum, and that sum over the mean end-to-end time
+    (the cores it kept busy: near this machine's core count, the call waits for CPU)."""
+    lines = [
+        "| scenario | ours: client · embedding · database = CPU per call | ours e2e mean "
+        "| cores busy | naive: CPU per call / e2e mean |",
+        "|---|---|---|---|---|",
+    ]
+
+    def figure(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1f}"
+
+    for s in scenarios:
+        o, n = s["ours"]["cpu"], s["naive"]["cpu"]
+        lines.append(
+            f"| {s['name']} | {o['client']:.1f} · {o['embedding']:.1f} · "
+            f"{figure(o['database'])} = {figure(o['total'])} | {o['e2e_mean']:.1f} "
+            f"| {figure(o['cores_busy'])} of {o['cores']} "
+            f"| {figure(n['total'])} / {n['e2e_mean']:.0f} |")
     return lines
 
 

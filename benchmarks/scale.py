@@ -12,6 +12,7 @@ same space as the data. Writes ``benchmarks/results/scale[-quick].json`` and the
 
 import argparse
 import logging
+import os
 import sys
 import time
 import zlib
@@ -40,6 +41,22 @@ log = logging.getLogger("benchmarks.scale")
 RESULTS_DIR = SOURCE_ROOT / "benchmarks" / "results"
 #: Calls whose statements and round trips are counted on the wire (an untimed pass).
 PROTOCOL_CALLS = 10
+
+
+def cpu_per_call(loop: measure.Loop) -> dict[str, float | None]:
+    """Mean CPU per call (ms): the calling thread, the embedding thread, the database server;
+    ``cores_busy``, their sum over the mean end-to-end time, says how far the machine's cores
+    bound the latency (this machine has ``cores``)."""
+    calls = loop.calls
+    client = _mean([c.client_cpu_ms for c in calls])
+    embedding = _mean([c.embed_cpu_ms for c in calls])
+    database = None if loop.database_cpu_ms is None else round(loop.database_cpu_ms, 2)
+    total = None if database is None else round(client + embedding + database, 2)
+    wall = _mean([c.e2e_ms for c in calls])
+    return {"client": round(client, 2), "embedding": round(embedding, 2), "database": database,
+            "total": total, "e2e_mean": round(wall, 2),
+            "cores_busy": None if total is None or not wall else round(total / wall, 2),
+            "cores": os.cpu_count()}
 
 
 def run_scenario(
@@ -80,9 +97,10 @@ def run_scenario(
     # What the API entry does after a container's first call: the long-lived heap frozen.
     freeze_long_lived()
     log.info("%s: %d assembler calls", scenario.name, len(queries))
-    ours = measure.run_calls(ctx, queries, warmup=plan.warmup)
+    ours_loop = measure.run_calls(ctx, queries, warmup=plan.warmup)
     log.info("%s: %d naive calls", scenario.name, len(naive_queries))
-    naive = measure.run_calls(ctx, naive_queries, naive=True, warmup=min(plan.warmup, 2))
+    naive_loop = measure.run_calls(ctx, naive_queries, naive=True, warmup=min(plan.warmup, 2))
+    ours, naive = ours_loop.calls, naive_loop.calls
     log.info("%s: retrieval SQL alone", scenario.name)
     ours_sql = measure.run_sql_only(ctx, queries, warmup=plan.warmup)
     naive_sql = measure.run_sql_only(ctx, naive_queries, naive=True, warmup=1)
@@ -107,6 +125,7 @@ def run_scenario(
         }
 
     ours_parts, naive_parts = parts(ours), parts(naive)
+    ours_parts["cpu"], naive_parts["cpu"] = cpu_per_call(ours_loop), cpu_per_call(naive_loop)
     ours_sql_s, naive_sql_s = measure.summarize(ours_sql), measure.summarize(naive_sql)
     return {
         "name": scenario.name,
@@ -236,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
                        settings=settings, embedder=embedder, reuse=args.reuse,
                        out_dir=args.out, config=PRESETS[settings.ranking],
                        overlap=not args.no_overlap)
-    for line in results["table"]:
+    for line in [*results["table"], "", *results["cpu_table"]]:
         print(line)
     return 0
 

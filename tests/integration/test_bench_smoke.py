@@ -43,6 +43,7 @@ def test_results_file_and_plots_are_written(results: dict) -> None:
     assert [s["name"] for s in doc["scenarios"]] == [s.name for s in SMOKE.scenarios]
     assert doc["table"][0].startswith("| scenario |")
     assert len(doc["table"]) == 2 + len(SMOKE.scenarios)
+    assert len(doc["cpu_table"]) == 2 + len(SMOKE.scenarios)
 
 
 def test_every_probe_measured_something(results: dict) -> None:
@@ -64,6 +65,12 @@ def test_every_probe_measured_something(results: dict) -> None:
         # Tiny scopes are scanned exactly: the vector arm returns the true top-k.
         assert s["vector_recall"]["mean"] == 1.0
         assert s["throughput"]["concurrent"]["calls"] == SMOKE.throughput_calls
+        # CPU per call: the calling thread's, and the server's read from /proc (local server).
+        cpu = s["ours"]["cpu"]
+        assert cpu["client"] > 0 and cpu["database"] is not None and cpu["database"] >= 0
+        assert cpu["total"] == pytest.approx(
+            cpu["client"] + cpu["embedding"] + cpu["database"], abs=0.02)
+        assert cpu["cores_busy"] == pytest.approx(cpu["total"] / cpu["e2e_mean"], abs=0.01)
 
 
 def test_warm_up_calls_ask_other_questions_than_the_timed_ones(
