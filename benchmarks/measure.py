@@ -223,7 +223,10 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     return counted
 
 
-#: The fused ranking's candidate statements, each with the planner settings sent before it.
+#: The fused ranking's candidate statements, each with the planner settings sent before it:
+#: the queries its functions run (``haki.assembler.routines``; EXPLAIN of a function call shows
+#: only a function scan). The text arm's function reuses a generic plan, which may differ in
+#: detail from the custom plan EXPLAIN shows here.
 FUSED_STATEMENTS = {
     "text_arm": ("", assembler_sql.TEXT_ARM_CANDIDATES),
     "nearest_facts": (assembler_sql.PLANNER_SETTINGS, assembler_sql.NEAREST_FACTS),

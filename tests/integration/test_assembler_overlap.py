@@ -22,6 +22,7 @@ from haki.assembler import (
     embed_query,
 )
 from haki.assembler.retrieval import cosine_distance
+from haki.assembler.routines import TEXT_ARM
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.models import ContextRequest
@@ -55,7 +56,7 @@ def _text_arm_seen(owner: psycopg.Connection, deadline_s: float = 10.0) -> bool:
     while time.monotonic() < until:
         row = owner.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE usename = 'haki_app' "
-            "AND query LIKE %s AND state <> 'idle'", ("%haki_idf_search%",)).fetchone()
+            "AND query LIKE %s AND state <> 'idle'", (f"%{TEXT_ARM.name}(%",)).fetchone()
         if row and row[0]:
             return True
         time.sleep(0.01)
@@ -117,10 +118,10 @@ def test_a_pending_vector_gives_the_packet_and_trace_of_a_ready_one(
 def test_the_side_transaction_opens_before_the_vector_is_awaited(
     seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str,
 ) -> None:
-    """With the nearest facts on the second connection, that connection's BEGIN, scope and
-    planner settings have reached the server while the vector is still being computed (its
-    last statement, seen in pg_stat_activity: no other statement of the call before the
-    vector sets them)."""
+    """With the nearest facts on the second connection, that connection's BEGIN and scope
+    have reached the server while the vector is still being computed: a runtime-role backend
+    in a transaction whose last statement set the scope (the call's own connection has run
+    the text arm since its scope)."""
     _seed(seed)
     seen: list[bool] = []
 
@@ -130,7 +131,7 @@ def test_the_side_transaction_opens_before_the_vector_is_awaited(
             row = owner_conn.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE usename = 'haki_app' "
                 "AND state <> 'idle' AND query LIKE %s",
-                ("%hnsw.iterative_scan%",)).fetchone()
+                ("%set_config('haki.key_hash'%",)).fetchone()
             if row and row[0]:
                 seen.append(True)
                 return Q
@@ -140,7 +141,7 @@ def test_the_side_transaction_opens_before_the_vector_is_awaited(
 
     result = assemble(_request(project_id), compute_in_background(embed), db=app_db,
                       config=replace(CONFIG, parallel_arms=True))
-    assert seen == [True], "the side's planner settings had not run while the vector waited"
+    assert seen == [True], "the side's transaction had not opened while the vector waited"
     assert result.facts_served > 0
 
 

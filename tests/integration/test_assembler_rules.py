@@ -799,11 +799,12 @@ def test_fused_trace_ranks_explain_the_fused_score(
 
 
 @pytest.mark.parametrize(("config", "main", "side"), [
-    # fused: scope, text arm, events' breadth, nearest events with their neighbours, trace;
-    # beside it (sibling connection): scope, facts' breadth, nearest facts.
-    (FUSED, 5, 3),
+    # fused: scope, text arm, nearest events with their neighbours (their graph's breadth set
+    # inside, haki.assembler.routines), trace; beside it (sibling connection): scope, nearest
+    # facts.
+    (FUSED, 4, 2),
     # fused, one connection: all of them on it.
-    (replace(FUSED, parallel_arms=False), 7, 0),
+    (replace(FUSED, parallel_arms=False), 5, 0),
     # seed: scope, planner, facts, episodes, multi-hop, trace.
     (SEED, 6, 0),
 ], ids=["fused", "fused-one-connection", "seed"])

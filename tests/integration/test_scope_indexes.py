@@ -5,6 +5,7 @@ its own: the reconciler looks at every scope of the tables, and its indexes must
 other tests."""
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -16,7 +17,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from haki.assembler import DEFAULT_CONFIG, sql
+from haki.assembler import DEFAULT_CONFIG, routines, sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database, Role
 from haki.db.migrate import apply_migrations
@@ -161,15 +162,20 @@ def test_the_scope_graph_finds_what_the_exact_scan_found(urls: dict[Role, str]) 
             if graphs:
                 conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
                              "SET LOCAL enable_bitmapscan = off")
-            for settings, statement, graph in (
-                    (sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, graph_name("facts", "p1", "big")),
-                    (sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS,
+            for settings, statement, routine, graph in (
+                    (sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, routines.NEAREST_FACTS,
+                     graph_name("facts", "p1", "big")),
+                    (sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, routines.NEAREST_EVENTS,
                      graph_name("events", "p1", "big"))):
                 conn.execute(settings, params)
                 plan = str(conn.execute("EXPLAIN " + statement, params).fetchall())
                 assert (graph in plan) == graphs
-                found.extend(sorted((row[0], str(row[1]), round(row[2], 6)) for row in
-                                    conn.execute(statement, params).fetchall()))
+                rows = sorted((row[0], str(row[1]), round(row[2], 6)) for row in
+                              conn.execute(statement, params).fetchall())
+                # The assembler's call: the same rows from the function (its own plan).
+                assert rows == sorted((row[0], str(row[1]), round(row[2], 6)) for row in
+                                      conn.execute(routine.call, params).fetchall())
+                found.extend(rows)
         return found
 
     try:
@@ -181,6 +187,45 @@ def test_the_scope_graph_finds_what_the_exact_scan_found(urls: dict[Role, str]) 
         db.close()
     assert len([row for row in before if row[0] == "fact"]) == 60
     assert before == after
+
+
+def _index_scans(owner_url: str, names: list[str]) -> dict[str, int]:
+    with psycopg.connect(owner_url, autocommit=True) as conn:
+        return dict(conn.execute(
+            "SELECT indexrelname, idx_scan FROM pg_stat_user_indexes "
+            "WHERE indexrelname = ANY (%s)", (names,)).fetchall())
+
+
+def test_the_nearest_facts_function_plans_each_call_with_its_scope(
+        urls: dict[Role, str]) -> None:
+    """``haki_nearest_facts`` runs with custom plans (haki.assembler.routines): called again
+    and again on one connection — past the five calls after which a cached plan may turn
+    generic — the big subject's calls search its own graph, the other subject's the table's
+    (index scan counters, flushed when the connection closes)."""
+    reconcile_scope_indexes(urls[Role.OWNER], POLICY)
+    own, table = graph_name("facts", "p1", "big"), "facts_embedding_hnsw"
+    before = _index_scans(urls[Role.OWNER], [own, table])
+    vector = _vector(np.random.default_rng(5))
+    db = Database(urls[Role.APP])
+    try:
+        with acting_as_tenant(urls[Role.OWNER], "p1"):
+            for subject in ("big", "small") * 8:
+                params = query_parameters(
+                    ContextRequest(project_id="p1", subject_id=subject, query="q"), vector,
+                    DEFAULT_CONFIG)
+                with db.transaction("p1") as conn:
+                    # (scopes this small are scanned exactly: graphs only, as in a big table)
+                    conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
+                                 "SET LOCAL enable_bitmapscan = off")
+                    assert conn.execute(routines.NEAREST_FACTS.call, params).fetchall()
+    finally:
+        db.close()
+    deadline = time.monotonic() + 10.0
+    while (after := _index_scans(urls[Role.OWNER], [own, table])) == before:
+        assert time.monotonic() < deadline, "no index scan was counted"
+        time.sleep(0.1)
+    assert after[own] - before[own] == 8
+    assert after[table] - before[table] == 8
 
 
 def test_indexes_follow_their_scopes_down_with_hysteresis(urls: dict[Role, str]) -> None:
@@ -272,8 +317,13 @@ def test_the_text_arm_searches_the_scope_text_index(urls: dict[Role, str]) -> No
 
     def text_arm() -> list[tuple[object, ...]]:
         with db.transaction("p1") as conn:
-            return [tuple(row[:4]) for row in
+            rows = [tuple(row[:4]) for row in
                     conn.execute(sql.TEXT_ARM_CANDIDATES, params).fetchall()]
+            # The assembler's call (its generic plan, cached by the connection): the same rows.
+            for _ in range(7):
+                assert rows == [tuple(row[:4]) for row in
+                                conn.execute(routines.TEXT_ARM.call, params).fetchall()]
+            return rows
 
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):

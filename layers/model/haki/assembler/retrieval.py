@@ -12,7 +12,7 @@ import numpy as np
 import psycopg
 from psycopg.rows import dict_row
 
-from haki.assembler import sql
+from haki.assembler import routines, sql
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate
 from haki.assembler.config import RetrievalConfig
 from haki.assembler.fusion import ArmHit, NeighbourLink
@@ -163,15 +163,16 @@ class ArmRows:
 
 
 class FusedArms:
-    """The fused ranking's statements, sent as early as each can go. Created before the
+    """The fused ranking's statements (``haki.assembler.routines``: each one function call
+    whose plans the connection keeps), sent as early as each can go. Created before the
     query vector is known: the text arm is queued on ``conn`` (after BEGIN and the scope, in
     the same pipeline) and, with a ``side`` handle (``Database.sibling``), the side's
-    read-only transaction is opened under the same key with the facts graph's planner
-    settings. While the question is still being embedded, :meth:`take_text` brings the text
-    arm's rows in and decodes them. Once the vector is in ``params``, :meth:`fetch` sends the
-    nearest facts (on the side, else on ``conn``) and the nearest events together: one round
-    trip after the embedding. ``stack`` closes the side's transaction (rolled back) if the
-    call fails before :meth:`fetch` has committed it."""
+    read-only transaction is opened under the same key. While the question is still being
+    embedded, :meth:`take_text` brings the text arm's rows in and decodes them. Once the
+    vector is in ``params``, :meth:`fetch` sends the nearest facts (on the side, else on
+    ``conn``) and the nearest events together: one round trip after the embedding. ``stack``
+    closes the side's transaction (rolled back) if the call fails before :meth:`fetch` has
+    committed it."""
 
     def __init__(self, conn: psycopg.Connection, params: dict[str, Any],
                  side: Database | None, stack: ExitStack) -> None:
@@ -179,7 +180,7 @@ class FusedArms:
         self._params = params
         # Binary rows: the text arm's rows bring their embedding, decoded straight into numpy.
         self._text_arm = conn.cursor(row_factory=dict_row, binary=True).execute(
-            sql.TEXT_ARM_CANDIDATES, params)
+            routines.TEXT_ARM.call, params)
         self._text: list[dict[str, Any]] | None = None
         self._side = ExitStack()
         stack.enter_context(self._side)
@@ -187,7 +188,6 @@ class FusedArms:
         if side is not None:
             self._beside = self._side.enter_context(
                 side.transaction(params["project_id"], pipeline=True, read_only=True))
-            self._beside.execute(sql.PLANNER_SETTINGS, params)
 
     def take_text(self) -> None:
         """Bring the text arm's rows in now (a round trip that waits for the arm, then the
@@ -208,29 +208,24 @@ class FusedArms:
         for the events too)."""
         params = self._params
         if self._beside is not None:
-            facts = _nearest(self._beside, sql.NEAREST_FACTS, params)
+            facts = _nearest(self._beside, routines.NEAREST_FACTS, params)
         if self._text is None:
             self._sync()
-        events = _send(self._conn, sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, params)
+        events = _nearest(self._conn, routines.NEAREST_EVENTS, params)
         text = self._text_arm.fetchall() if self._text is None else self._text
         if self._beside is None:
-            facts = _send(self._conn, sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, params)
+            facts = _nearest(self._conn, routines.NEAREST_FACTS, params)
         # The side's COMMIT leaves with its facts, one round trip that waits for both (while
         # the server still searches the events on ``conn``).
         self._side.close()
         return ArmRows(facts.fetchall(), events.fetchall(), text)
 
 
-def _send(conn: psycopg.Connection, settings: str, statement: str,
-          params: dict[str, Any]) -> psycopg.Cursor:
-    """Queue a graph's breadth and its nearest-rows statement (binary rows)."""
-    conn.execute(settings, params)
-    return _nearest(conn, statement, params)
-
-
-def _nearest(conn: psycopg.Connection, statement: str, params: dict[str, Any]
+def _nearest(conn: psycopg.Connection, arm: routines.Routine, params: dict[str, Any]
              ) -> psycopg.Cursor:
-    return conn.cursor(row_factory=dict_row, binary=True).execute(statement, params)
+    """Queue a vector arm: its function sets its graph's breadth, then searches it (binary
+    rows)."""
+    return conn.cursor(row_factory=dict_row, binary=True).execute(arm.call, params)
 
 
 def retrieve_fused(arms: FusedArms, params: dict[str, Any]) -> FusedRows:

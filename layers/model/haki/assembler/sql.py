@@ -4,9 +4,11 @@ Statements per context call (see ``retrieval.py``), inside one transaction, besi
 setting and the trace write:
 - ``fused`` (default): the text arm with the turns around its episodes (sent while the
   question is embedded, its results taken in once the vector is ready: the first round
-  trip), then the facts' breadth + the nearest facts (on the second connection, see
-  ``retrieval.py``) and the events' breadth + the nearest events with the turns around the
-  nearest few, in one round trip — 7 in all with the scope and the trace;
+  trip), then the nearest facts (on the second connection, see ``retrieval.py``) and the
+  nearest events with the turns around the nearest few, each after its graph's breadth, in
+  one round trip. Each is sent as a call of its PL/pgSQL function (``routines.py``, which
+  renders the functions from the statements here), whose plans the connection caches — 5
+  statements in all with the scope and the trace;
 - ``seed``: planner settings, phase 1 + phase 2 for facts and the nearest episodes in one
   pipelined round trip, then an optional multi-hop statement — 6 at most.
 
