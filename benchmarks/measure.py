@@ -28,6 +28,7 @@ from haki.assembler import (
 )
 from haki.assembler import sql as assembler_sql
 from haki.assembler.retrieval import FusedArms, query_parameters
+from haki.assembler.routines import ROUTINES
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
@@ -223,15 +224,12 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     return counted
 
 
-#: The fused ranking's candidate statements, each with the planner settings sent before it:
+#: The fused ranking's candidate statements, each with the planner settings run before it:
 #: the queries its functions run (``haki.assembler.routines``; EXPLAIN of a function call shows
-#: only a function scan). The text arm's function reuses a generic plan, which may differ in
-#: detail from the custom plan EXPLAIN shows here.
-FUSED_STATEMENTS = {
-    "text_arm": ("", assembler_sql.TEXT_ARM_CANDIDATES),
-    "nearest_facts": (assembler_sql.PLANNER_SETTINGS, assembler_sql.NEAREST_FACTS),
-    "nearest_events": (assembler_sql.EVENTS_PLANNER_SETTINGS, assembler_sql.NEAREST_EVENTS),
-}
+#: only a function scan), by the function's name without its prefix. The text arm's function
+#: reuses a generic plan, which may differ in detail from the custom plan EXPLAIN shows here.
+FUSED_STATEMENTS = {routine.name.removeprefix("haki_"): (routine.prelude, routine.statement)
+                    for routine in ROUTINES}
 
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:

@@ -57,7 +57,7 @@ def summarize_run(
     }
     results["targets"] = targets(results)
     results["table"] = table(scenarios)
-    results["cpu_table"] = cpu_table(scenarios)
+    results["cpu_table"] = cpu_table(scenarios, results["machine"]["cpus"])
     return results
 
 
@@ -148,10 +148,10 @@ def table(scenarios: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def cpu_table(scenarios: list[dict[str, Any]]) -> list[str]:
+def cpu_table(scenarios: list[dict[str, Any]], cores: int | None) -> list[str]:
     """A Markdown table of the CPU a call takes (ms, mean): the calling thread, the embedding
     thread and the database server, their sum, and that sum over the mean end-to-end time
-    (the cores it kept busy: near this machine's core count, the call waits for CPU)."""
+    (the cores it kept busy: near the machine's ``cores``, the call waits for CPU)."""
     lines = [
         "| scenario | ours: client · embedding · database = CPU per call | ours e2e mean "
         "| cores busy | naive: CPU per call / e2e mean |",
@@ -166,7 +166,7 @@ def cpu_table(scenarios: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"| {s['name']} | {o['client']:.1f} · {o['embedding']:.1f} · "
             f"{figure(o['database'])} = {figure(o['total'])} | {o['e2e_mean']:.1f} "
-            f"| {figure(o['cores_busy'])} of {o['cores']} "
+            f"| {figure(o['cores_busy'])} of {cores} "
             f"| {figure(n['total'])} / {n['e2e_mean']:.0f} |")
     return lines
 

@@ -12,7 +12,6 @@ same space as the data. Writes ``benchmarks/results/scale[-quick].json`` and the
 
 import argparse
 import logging
-import os
 import sys
 import time
 import zlib
@@ -46,7 +45,7 @@ PROTOCOL_CALLS = 10
 def cpu_per_call(loop: measure.Loop) -> dict[str, float | None]:
     """Mean CPU per call (ms): the calling thread, the embedding thread, the database server;
     ``cores_busy``, their sum over the mean end-to-end time, says how far the machine's cores
-    bound the latency (this machine has ``cores``)."""
+    bound the latency."""
     calls = loop.calls
     client = _mean([c.client_cpu_ms for c in calls])
     embedding = _mean([c.embed_cpu_ms for c in calls])
@@ -55,8 +54,7 @@ def cpu_per_call(loop: measure.Loop) -> dict[str, float | None]:
     wall = _mean([c.e2e_ms for c in calls])
     return {"client": round(client, 2), "embedding": round(embedding, 2), "database": database,
             "total": total, "e2e_mean": round(wall, 2),
-            "cores_busy": None if total is None or not wall else round(total / wall, 2),
-            "cores": os.cpu_count()}
+            "cores_busy": None if total is None or not wall else round(total / wall, 2)}
 
 
 def run_scenario(

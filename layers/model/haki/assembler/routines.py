@@ -26,6 +26,7 @@ rendering a new migration.
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from haki.assembler import sql
 
@@ -65,18 +66,19 @@ class Routine:
     plan_cache_mode: str
     prelude: str = ""
 
-    @property
+    @cached_property
     def parameters(self) -> list[str]:
         """The statement's parameters (the prelude's first), each once, in order."""
         return list(dict.fromkeys(_PARAMETER.findall(self.prelude + self.statement)))
 
-    @property
+    @cached_property
     def call(self) -> str:
-        """What the assembler sends: the function with the call's named parameters."""
+        """What the assembler sends, every call: the function with the call's named
+        parameters (built once)."""
         arguments = ", ".join(f"%({name})s" for name in self.parameters)
         return f"SELECT * FROM {self.name}({arguments})"
 
-    @property
+    @cached_property
     def signature(self) -> str:
         return f"{self.name}({', '.join(PARAMETER_TYPES[n] for n in self.parameters)})"
 

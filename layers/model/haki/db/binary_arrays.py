@@ -15,7 +15,7 @@ query parameter of a connection made by ``haki.db.connection.connect``, which re
 
 import struct
 from collections.abc import Callable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
 from psycopg import adapt, pq
@@ -28,37 +28,20 @@ _EMPTY = struct.Struct(">iiI")  # ndim 0: no dimensions follow
 _INT4 = struct.Struct(">ii")
 _FLOAT4 = struct.Struct(">if")
 _BOOL = struct.Struct(">i?")
-_UUID_LENGTH = struct.pack(">i", 16)
 _LENGTH = struct.Struct(">i")
+_UUID_LENGTH = _LENGTH.pack(16)
 
 
-def _int4(value: object) -> bytes:
-    if type(value) is not int:
-        raise TypeError(f"an int4 array element must be an int, not {type(value).__name__}")
-    return _INT4.pack(4, value)
+def _checked(kind: type, pack: Callable[[Any], bytes]) -> Callable[[object], bytes]:
+    """``pack`` (an element, with its length word) for values of exactly ``kind``."""
+    def encode(value: object) -> bytes:
+        if type(value) is not kind:
+            raise TypeError(f"a {kind.__name__} array element, not {type(value).__name__}")
+        return pack(value)
+    return encode
 
 
-def _float4(value: object) -> bytes:
-    if type(value) is not float:
-        raise TypeError(f"a float4 array element must be a float, not {type(value).__name__}")
-    return _FLOAT4.pack(4, value)
-
-
-def _bool(value: object) -> bytes:
-    if type(value) is not bool:
-        raise TypeError(f"a bool array element must be a bool, not {type(value).__name__}")
-    return _BOOL.pack(1, value)
-
-
-def _uuid(value: object) -> bytes:
-    if not isinstance(value, UUID):
-        raise TypeError(f"a uuid array element must be a UUID, not {type(value).__name__}")
-    return _UUID_LENGTH + value.bytes
-
-
-def _text(value: object) -> bytes:
-    if type(value) is not str:
-        raise TypeError(f"a text array element must be a str, not {type(value).__name__}")
+def _text(value: str) -> bytes:
     data = value.encode()
     return _LENGTH.pack(len(data)) + data
 
@@ -69,41 +52,47 @@ class BinaryArray:
 
     __slots__ = ("data",)
     element: ClassVar[str]
+    _element_oid: ClassVar[int]
     _encode: ClassVar[Callable[[object], bytes]]
 
     def __init_subclass__(cls, *, element: str, encode: Callable[[object], bytes]) -> None:
         super().__init_subclass__()
         cls.element = element
+        cls._element_oid = pg_types[element].oid
         cls._encode = staticmethod(encode)
 
     def __init__(self, values: Sequence[object]) -> None:
-        element_oid = pg_types[self.element].oid
         if not values:
-            self.data = _EMPTY.pack(0, 0, element_oid)
+            self.data = _EMPTY.pack(0, 0, self._element_oid)
             return
         encode = type(self)._encode
         parts = [_NULL if value is None else encode(value) for value in values]
         has_null = any(part is _NULL for part in parts)
-        self.data = _HEADER.pack(1, has_null, element_oid, len(values), 1) + b"".join(parts)
+        self.data = (_HEADER.pack(1, has_null, self._element_oid, len(values), 1)
+                     + b"".join(parts))
 
 
-class Int4Array(BinaryArray, element="int4", encode=_int4):
+class Int4Array(BinaryArray, element="int4",
+                encode=_checked(int, lambda value: _INT4.pack(4, value))):
     __slots__ = ()
 
 
-class Float4Array(BinaryArray, element="float4", encode=_float4):
+class Float4Array(BinaryArray, element="float4",
+                  encode=_checked(float, lambda value: _FLOAT4.pack(4, value))):
     __slots__ = ()
 
 
-class BoolArray(BinaryArray, element="bool", encode=_bool):
+class BoolArray(BinaryArray, element="bool",
+                encode=_checked(bool, lambda value: _BOOL.pack(1, value))):
     __slots__ = ()
 
 
-class UuidArray(BinaryArray, element="uuid", encode=_uuid):
+class UuidArray(BinaryArray, element="uuid",
+                encode=_checked(UUID, lambda value: _UUID_LENGTH + value.bytes)):
     __slots__ = ()
 
 
-class TextArray(BinaryArray, element="text", encode=_text):
+class TextArray(BinaryArray, element="text", encode=_checked(str, _text)):
     __slots__ = ()
 
 
