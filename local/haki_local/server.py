@@ -195,6 +195,11 @@ def _request_handler(gateway: LocalGateway,
 
     class RequestHandler(BaseHTTPRequestHandler):
         server_version = "haki-local"
+        # A buffered writer, flushed once a response is complete (``handle_one_request``), so
+        # the status line, headers and body leave in one send; Nagle off, as the standard
+        # library advises for a buffered writer: a body larger than the buffer goes at once.
+        wbufsize = -1
+        disable_nagle_algorithm = True
 
         def _serve(self) -> None:
             length = _content_length(self.headers.get("Content-Length"))

@@ -131,6 +131,14 @@ def test_get_embedder_is_cached_per_configuration(models_dir: Path) -> None:
     assert get_embedder(two).threads == 2
 
 
+def test_get_embedder_names_a_folder_by_its_real_path(models_dir: Path, tmp_path: Path) -> None:
+    """Two spellings of one folder (here a symlink) share one embedder, one model in memory."""
+    link = tmp_path / "models-link"
+    link.symlink_to(models_dir.resolve(), target_is_directory=True)
+    direct = get_embedder(Settings(embed_provider="minilm-l6", model_dir=models_dir))
+    assert get_embedder(Settings(embed_provider="minilm-l6", model_dir=link)) is direct
+
+
 def test_unknown_provider_is_a_configuration_error(models_dir: Path) -> None:
     settings = Settings(embed_provider="no-such-model", model_dir=models_dir)
     with pytest.raises(ConfigurationError, match=r"no-such-model.*e5-small-multilingual"):

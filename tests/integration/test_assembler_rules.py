@@ -8,6 +8,8 @@ the seed's scoring, multi-hop and episode rules under ``seed``; the fused rankin
 (one list, idf text arm over facts and events, neighbours, trace ranks) under ``fused``.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from uuid import UUID
@@ -742,6 +744,31 @@ def test_neighbours_of_a_source_beyond_the_nearest_events(
     alone = decisions_by_event(owner_conn, ask("zebra", Q, budget=5000,
                                                config=replace(config, use_text_arm=False)))
     assert zebra not in alone and after not in alone and after_best in alone
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_the_trace_waits_for_its_flush_only_when_configured(
+    seed: Seeder, ask: Asker, app_db: Database, owner_conn: psycopg.Connection,
+    monkeypatch: pytest.MonkeyPatch, durable: bool,
+) -> None:
+    """``trace_durable_commit`` (``HAKI_TRACE_DURABLE_COMMIT``, off by default) is what the
+    server applies to the call's own transaction; the trace is committed either way."""
+    seed.fact("note", "her manager is Bernard", close(1))
+    real = app_db.transaction
+    seen: list[str] = []
+
+    @contextmanager
+    def observed(*args: object, **kwargs: object) -> Iterator[psycopg.Connection]:
+        with real(*args, **kwargs) as conn:  # type: ignore[arg-type]
+            yield conn
+            seen.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
+
+    monkeypatch.setattr(app_db, "transaction", observed)
+    config = FUSED if not durable else replace(FUSED, trace_durable_commit=True)
+    assert FUSED.trace_durable_commit is False
+    assembly = ask("who is the manager", Q, config=config)
+    assert seen == ["on" if durable else "off"]
+    assert trace_rows(owner_conn, assembly.response.trace_id)
 
 
 def test_parallel_arms_change_nothing_but_the_connection(

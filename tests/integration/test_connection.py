@@ -76,6 +76,21 @@ def test_a_failed_pipelined_transaction_writes_nothing_and_leaves_the_handle_cle
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_a_transaction_not_durable_commits_without_waiting_for_the_flush_and_only_itself(
+    app_db: Database, project_id: str, pipeline: bool
+) -> None:
+    """``durable=False`` turns ``synchronous_commit`` off for that transaction alone: the
+    connection's next transaction, on the same backend, waits for its flush again."""
+    settings = []
+    for durable in (False, True, False):
+        with app_db.transaction(project_id, pipeline=pipeline, durable=durable) as conn:
+            settings.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
+    assert settings == ["off", "on", "off"]
+    with app_db.transaction(project_id) as conn:
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+
+
 def test_unreachable_database_is_service_unavailable(tmp_path: object) -> None:
     db = Database(f"postgresql://haki_app@/haki?host={tmp_path}")
     with pytest.raises(ServiceUnavailable) as info, db.transaction("p"):

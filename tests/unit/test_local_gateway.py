@@ -1,12 +1,18 @@
 """The local API Gateway adapter: route matching from the shared route table and the shape
 of the REST proxy events it builds (no database, handlers stubbed)."""
 
+import http.client
 import json
 import re
+import socket
+import threading
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from haki_aws.routes import ROUTES
-from haki_local.server import LocalGateway
+from haki_local.server import LocalGateway, serve_on
 
 
 def _recording_gateway() -> tuple[LocalGateway, list[dict[str, Any]]]:
@@ -69,3 +75,51 @@ def test_non_utf8_body_is_passed_base64_encoded() -> None:
     gateway, seen = _recording_gateway()
     gateway.dispatch("POST", "/v1/context", {}, b"\xff\xfe")
     assert seen[0]["isBase64Encoded"] is True and seen[0]["body"] == "//4="
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[str, int]]:
+    """The local HTTP server on a loopback port, over handlers answering a body of the size
+    the request's ``size`` field asks for."""
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        size = json.loads(event["body"])["size"]
+        return {"statusCode": 200, "headers": {"Content-Type": "application/json"},
+                "body": json.dumps({"pad": "x" * size})}
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    server = serve_on(sock, LocalGateway({r.function: handler for r in ROUTES}))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_response_leaves_in_one_send(served: tuple[str, int]) -> None:
+    """Status line, headers and body in one segment: the first read holds the whole reply
+    (written in two sends, the body could wait on the client's delayed ACK)."""
+    body = json.dumps({"size": 2000}).encode()
+    with socket.create_connection(served) as client:
+        client.sendall(b"POST /v1/context HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+                       b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        first = client.recv(1 << 16)
+    head, _, rest = first.partition(b"\r\n\r\n")
+    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))  # type: ignore[union-attr]
+    assert head.startswith(b"HTTP/1.0 200") or head.startswith(b"HTTP/1.1 200")
+    assert len(rest) == length and json.loads(rest)["pad"] == "x" * 2000
+
+
+def test_keep_alive_serves_small_and_large_bodies_whole(served: tuple[str, int]) -> None:
+    conn = http.client.HTTPConnection(*served)
+    try:
+        for size in (10, 3_000_000, 10):
+            conn.request("POST", "/v1/context", body=json.dumps({"size": size}),
+                         headers={"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            assert reply.status == 200
+            assert len(json.loads(reply.read())["pad"]) == size
+    finally:
+        conn.close()

@@ -78,6 +78,14 @@ class Settings(BaseModel):
     #: call's transaction, its scope and its trace stay on the first). Off: both searches run
     #: one after the other on one connection.
     parallel_arms: bool = True
+    #: ``HAKI_TRACE_DURABLE_COMMIT``: on, a context call answers once its trace (the call row
+    #: and its decisions, the only rows it writes) is flushed to durable storage — on RDS an
+    #: EBS write, on Multi-AZ or Aurora an acknowledgement from another zone, each time. Off
+    #: (default): the commit returns at once and the server's WAL writer flushes it within
+    #: 3 × ``wal_writer_delay`` (600 ms at the default 200 ms); a database crash in that window
+    #: loses those calls' traces whole (inspect answers 404), never a memory write — events,
+    #: facts, conflicts and forget always commit durably.
+    trace_durable_commit: bool = False
     #: ``HAKI_SCOPE_INDEX_MIN_ROWS`` / ``_MAX_SHARE``, ``HAKI_SCOPE_INDEXES_MAX``: a subject
     #: holding at least this many facts (or events), and at most this share of the table, gets
     #: an HNSW graph of its own (``haki.db.scope_indexes``; built and dropped by the scheduled

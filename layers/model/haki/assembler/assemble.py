@@ -136,7 +136,8 @@ def assemble(
         excerpt_with_kind=config.excerpt_with_kind,
     )
     trace_id = new_trace_id()
-    with db.transaction(request.project_id, pipeline=True) as conn, ExitStack() as stack:
+    with db.transaction(request.project_id, pipeline=True,
+                        durable=config.trace_durable_commit) as conn, ExitStack() as stack:
         arms = None
         if config.ranking == "fused":
             arms = FusedArms(conn, params, db.sibling() if config.parallel_arms else None,

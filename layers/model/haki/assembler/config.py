@@ -143,6 +143,8 @@ class RetrievalConfig:
     #: (``Database.sibling``), in parallel with the nearest events (``HAKI_PARALLEL_ARMS``).
     #: The same rows either way; it changes what the call waits for, not what it finds.
     parallel_arms: bool = True
+    #: Whether the call waits for its trace's WAL flush (``HAKI_TRACE_DURABLE_COMMIT``).
+    trace_durable_commit: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings, base: "RetrievalConfig | None" = None
@@ -156,6 +158,7 @@ class RetrievalConfig:
             volatility_horizon_volatile_days=settings.volatility_horizon_volatile_days,
             volatility_horizon_ephemeral_days=settings.volatility_horizon_ephemeral_days,
             parallel_arms=settings.parallel_arms,
+            trace_durable_commit=settings.trace_durable_commit,
         )
 
 

@@ -131,16 +131,20 @@ _SCOPE = """
 SELECT set_config('haki.key_hash', %(key_hash)s, true),
        CASE WHEN %(timeout)s > 0 THEN set_config('statement_timeout', %(timeout)s::text, true)
        END,
-       CASE WHEN %(key_hash)s <> '' THEN haki_tenant() END
+       CASE WHEN %(key_hash)s <> '' THEN haki_tenant() END,
+       CASE WHEN NOT %(durable)s THEN set_config('synchronous_commit', 'off', true) END
 """
 
 
 def set_scope(
-    conn: psycopg.Connection, project_id: str | None, *, statement_timeout_ms: int = 0
+    conn: psycopg.Connection, project_id: str | None, *, statement_timeout_ms: int = 0,
+    durable: bool = True,
 ) -> psycopg.Cursor:
     """Bind the current transaction to the key this context acts for (:func:`acting_for`) when
     it works in ``project_id``, and bound each of its statements to ``statement_timeout_ms``
-    (0: the server's setting).
+    (0: the server's setting). Not ``durable``: its COMMIT returns before its WAL is flushed
+    (``synchronous_commit = off``; the WAL writer flushes it within 3 × ``wal_writer_delay``,
+    and a server crash in that window loses the transaction whole, never part of it).
 
     Transaction-local (``is_local = true``): both end with the transaction, so a pooled or
     proxied connection never carries one tenant's key into another's request. The cursor's row
@@ -148,7 +152,8 @@ def set_scope(
     Without a bound key the runtime role sees nothing; the owner passes its own policy.
     """
     key_hash = (_ACTING_FOR.get() or "") if project_id is not None else ""
-    return conn.execute(_SCOPE, {"key_hash": key_hash, "timeout": statement_timeout_ms})
+    return conn.execute(_SCOPE, {"key_hash": key_hash, "timeout": statement_timeout_ms,
+                                 "durable": durable})
 
 
 def check_scope(cursor: psycopg.Cursor, project_id: str) -> None:
@@ -253,7 +258,8 @@ class Database:
         if self._sibling is not None:
             self._sibling.close()
 
-    def _begin(self, project_id: str | None) -> tuple[psycopg.Connection, ExitStack]:
+    def _begin(self, project_id: str | None, *, durable: bool = True
+               ) -> tuple[psycopg.Connection, ExitStack]:
         """Open a transaction and set its scope; replace a dead kept connection once (the
         scope's round trip doubles as the liveness check)."""
         for attempt in (1, 2):
@@ -261,8 +267,8 @@ class Database:
             stack = ExitStack()
             try:
                 stack.enter_context(conn.transaction())
-                scope = set_scope(
-                    conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
+                scope = set_scope(conn, project_id, durable=durable,
+                                  statement_timeout_ms=self._statement_timeout_ms)
             except psycopg.OperationalError:
                 self.close()
                 if attempt == 2:
@@ -280,7 +286,8 @@ class Database:
 
     @contextmanager
     def transaction(
-        self, project_id: str | None = None, *, pipeline: bool = False, read_only: bool = False
+        self, project_id: str | None = None, *, pipeline: bool = False, read_only: bool = False,
+        durable: bool = True,
     ) -> Iterator[psycopg.Connection]:
         """A transaction, scoped to ``project_id`` for row-level security when given.
 
@@ -295,14 +302,15 @@ class Database:
         the transaction rolls back with it. The key's project is checked before the commit
         (pipelined) or before any work (plain). ``read_only`` (pipelined only): the server
         refuses any write, so COMMIT leaves with the block's statements and the key's project
-        is checked once their one round trip is back.
+        is checked once their one round trip is back. ``durable`` off: the commit does not
+        wait for the WAL flush (:func:`set_scope`); for a context call's trace only.
         """
         try:
             if pipeline:
-                with self._pipelined(project_id, read_only=read_only) as conn:
+                with self._pipelined(project_id, read_only=read_only, durable=durable) as conn:
                     yield conn
             else:
-                conn, stack = self._begin(project_id)
+                conn, stack = self._begin(project_id, durable=durable)
                 with stack:
                     yield conn
         except psycopg.errors.QueryCanceled as exc:
@@ -317,8 +325,8 @@ class Database:
             self._last_used = time.monotonic()
 
     @contextmanager
-    def _pipelined(self, project_id: str | None, *, read_only: bool = False
-                   ) -> Iterator[psycopg.Connection]:
+    def _pipelined(self, project_id: str | None, *, read_only: bool = False,
+                   durable: bool = True) -> Iterator[psycopg.Connection]:
         """BEGIN and the scope queued, the caller's statements, the scope checked, COMMIT —
         without psycopg's transaction helper, which syncs after BEGIN and before COMMIT.
         Read-only, the check waits for the commit: there is nothing it could let through."""
@@ -327,8 +335,8 @@ class Database:
         try:
             with conn.pipeline():
                 conn.execute("BEGIN READ ONLY" if read_only else "BEGIN")
-                scope = set_scope(
-                    conn, project_id, statement_timeout_ms=self._statement_timeout_ms)
+                scope = set_scope(conn, project_id, durable=durable,
+                                  statement_timeout_ms=self._statement_timeout_ms)
                 yield conn
                 if project_id is not None and not read_only:
                     check_scope(scope, project_id)
