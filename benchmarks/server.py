@@ -55,15 +55,26 @@ def start_bench_server(data_dir: Path = BENCH_DATA_DIR, *, huge_pages: bool = Fa
             conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(
                 sql.Identifier(name), sql.Literal(value)))
         conn.execute("SELECT pg_reload_conf()")
-        pending = conn.execute(
-            "SELECT count(*) FROM pg_settings WHERE pending_restart").fetchone()
-    if pending and pending[0]:
+        pending = restart_pending(conn)
+    if pending:
         _restart(pgdata)
     if huge_pages and server_huge_pages_kb(pgdata) == 0 and _reserve_huge_pages(url):
         _restart(pgdata)
         if server_huge_pages_kb(pgdata) == 0:
             log.warning("huge pages reserved but the server did not map them: 4 kB pages")
     return url
+
+
+def restart_pending(conn: psycopg.Connection) -> bool:
+    """Whether a setting of the configuration files takes effect only on a restart.
+
+    ``pg_file_settings`` reads the files as the query runs; ``pg_settings.pending_restart``
+    waits for the server to handle the reload signal, so right after a first ``ALTER SYSTEM``
+    it could still say no — and the huge pages were then sized for the old shared_buffers."""
+    row = conn.execute(
+        "SELECT count(*) FROM pg_file_settings WHERE NOT applied AND error IS NOT NULL"
+    ).fetchone()
+    return bool(row and row[0])
 
 
 #: The kernel's pool of huge pages (``vm.nr_hugepages``).
