@@ -39,13 +39,14 @@ def embedder() -> Embedder:
 def post_context(request: ContextRequest) -> ContextResponse:
     project_id = key_scope(app, request.project_id)
     log_scope(project_id, request.subject_id)
-    hits_before = embedder().cache_stats().hits
+    model = embedder()
+    hits_before = model.cache_stats().hits
     # Embedded while the assembler's first round trip (BEGIN, scope, text arm) is in flight.
-    query = embed_in_background(embedder(), request.query)
+    query = embed_in_background(model, request.query)
     assembly = assemble(
         request.model_copy(update={"project_id": project_id}), query, db=db, config=config)
     logger.append_keys(trace_id=str(assembly.response.trace_id))
-    record_assembly(assembly, query_cache_hit=embedder().cache_stats().hits > hits_before)
+    record_assembly(assembly, query_cache_hit=model.cache_stats().hits > hits_before)
     logger.info("context served", extra={
         "facts_served": assembly.facts_served,
         "episodes_served": assembly.episodes_served,
