@@ -28,7 +28,7 @@ import onnxruntime as ort
 import tokenizers
 import torch
 from bert import build_encoder
-from graph import OPSET, Layer, build_graph
+from graph import GELU_FLOOR, OPSET, SMOOTHING_ALPHA, Layer, build_graph
 from providers import PROVIDERS, Provider
 from quantize import BlockQuant, concat_rows, quantize_symmetric
 from sources import Q4Tensor, Source
@@ -144,6 +144,38 @@ def prepare_unigram(
     return pruned, specials["pad"], pruned_weights, pruned_source
 
 
+def calibrate(
+    model: torch.nn.Module, tokenizer: Tokenizer, pad_id: int, provider: Provider
+) -> list[dict[str, np.ndarray]]:
+    """Per layer and input channel, the largest |input| of each linear of the float reference
+    on ``calibration_sentences.txt`` (both prefixes, one text at a time): what the integer
+    GEMM's smoothing factors are computed from. GELU's output is measured above its floor."""
+    layers = list(model.layers)
+    maxima: list[dict[str, np.ndarray]] = [{} for _ in layers]
+
+    def hook(index: int, key: str, shift: float):
+        def record(_module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], _out) -> None:
+            x = (inputs[0].detach() + shift).abs()
+            peak = x.reshape(-1, x.shape[-1]).max(dim=0).values.numpy().astype(np.float64)
+            maxima[index][key] = np.maximum(maxima[index].get(key, peak), peak)
+
+        return record
+
+    handles = [
+        getattr(layer, module).register_forward_hook(hook(i, key, shift))
+        for i, layer in enumerate(layers)
+        for module, key, shift in (
+            ("q", "qkv", 0.0), ("ao", "ao", 0.0), ("fi", "fi", 0.0), ("fo", "fo", -GELU_FLOOR)
+        )
+    ]
+    prefixes = (provider.query_prefix, provider.passage_prefix)
+    for text in [p + t for t in read_lines("calibration_sentences.txt") for p in prefixes]:
+        torch_embed(model, *encode(tokenizer, [text], pad_id))
+    for handle in handles:
+        handle.remove()
+    return maxima
+
+
 def count_optimised_nodes(model: Path, scratch: Path) -> int:
     """Nodes left after onnxruntime's own graph optimisations (ORT_ENABLE_EXTENDED, the
     portable level): equal to the built graph's count when they find nothing to fuse, which is
@@ -187,6 +219,34 @@ def agreement(
     }
 
 
+def quantization_report(
+    provider: Provider, activation_max: list[dict[str, np.ndarray]] | None
+) -> dict:
+    table = {
+        "word_table_bits": provider.bits or 4,
+        "word_table_block": provider.block,
+        "word_table": "source 4-bit blocks copied" if provider.bits is None
+        else "symmetric round-to-nearest from float32",
+    }
+    if activation_max is None:
+        return {
+            "linears": "MatMulNBits, weight-only",
+            "weights_bits": provider.bits or 4,
+            "block": provider.block,
+            "accuracy_level": provider.accuracy_level,
+            **table,
+        }
+    return {
+        "linears": "integer GEMM (MatMulIntegerToFloat, uint8 x int8)",
+        "weights": "source values x SmoothQuant factors, symmetric int8 in [-64, 64] per output "
+        "channel (7 bits: no int16 saturation on x86 without VNNI)",
+        "activations": "uint8 per token row over [row min, row max] (GELU output: [floor, max])",
+        "smoothing_alpha": SMOOTHING_ALPHA,
+        "calibration_texts": 2 * len(read_lines("calibration_sentences.txt")),
+        **table,
+    }
+
+
 def build(provider: Provider, wheels: Path, out_root: Path) -> None:
     torch.manual_seed(0)
     source = provider.read(wheels)
@@ -220,8 +280,12 @@ def build(provider: Provider, wheels: Path, out_root: Path) -> None:
     out = out_root / provider.name
     staging = Path(tempfile.mkdtemp(prefix=f".{provider.name}-", dir=out_root))
     try:
+        activation_max = (
+            calibrate(model, tokenizer, pad_id, provider) if provider.integer_gemm else None
+        )
         graph = build_graph(
-            source.config, weights, layers, table, provider.accuracy_level, provider.description
+            source.config, weights, layers, table, provider.accuracy_level, provider.description,
+            activation_max,
         )
         onnx.checker.check_model(graph, full_check=True)
         onnx.save_model(graph, str(staging / "model.onnx"))
@@ -257,15 +321,10 @@ def build(provider: Provider, wheels: Path, out_root: Path) -> None:
                 for name in ("model.onnx", "tokenizer.json")
             },
             "source": source.origin,
-            "quantization": {
-                "weights_bits": provider.bits or 4,
-                "block": provider.block,
-                "accuracy_level": provider.accuracy_level,
-                "weights": "source 4-bit blocks copied" if provider.bits is None
-                else "symmetric round-to-nearest from float32",
-            },
+            "quantization": quantization_report(provider, activation_max),
             "graph": {
                 "builder": "graph.py: fused onnxruntime CPU operators, written directly",
+                "linears": "MatMulIntegerToFloat" if provider.integer_gemm else "MatMulNBits",
                 "nodes": len(graph.graph.node),
                 "ops": dict(sorted(ops.items())),
                 "qkv_merged": True,

