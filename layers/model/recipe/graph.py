@@ -19,9 +19,11 @@ weight), quantized to uint8 per token row in the graph (ReduceMax/ReduceMin → 
 with one block per row), multiplied by int8 weights with ``MatMulIntegerToFloat`` (MLAS's
 QGEMM, which amortises the weights over the rows where MatMulNBits costs the same per row),
 and the row minimum's share added back. A token row's vector still depends on that row only,
-so batching never changes a text's embedding. Same arithmetic as ``bert.py`` (erf GELU, 1/sqrt(head_dim) scaling, masked keys
-get -10000 before the softmax, which underflows to exactly 0 as -1e9 does), so padding still
-never reaches a text's vector. The recipe checks the result against the PyTorch reference.
+so batching never changes a text's embedding.
+
+Same arithmetic as ``bert.py`` (erf GELU, 1/sqrt(head_dim) scaling, masked keys get -10000
+before the softmax, which underflows to exactly 0 as -1e9 does), so padding still never reaches
+a text's vector. The recipe checks the result against the PyTorch reference.
 """
 
 from collections.abc import Mapping
