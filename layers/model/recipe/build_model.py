@@ -324,7 +324,6 @@ def build(provider: Provider, wheels: Path, out_root: Path) -> None:
             "quantization": quantization_report(provider, activation_max),
             "graph": {
                 "builder": "graph.py: fused onnxruntime CPU operators, written directly",
-                "linears": "MatMulIntegerToFloat" if provider.integer_gemm else "MatMulNBits",
                 "nodes": len(graph.graph.node),
                 "ops": dict(sorted(ops.items())),
                 "qkv_merged": True,

@@ -102,13 +102,13 @@ def build_graph(
     doc: str,
     activation_max: list[dict[str, np.ndarray]] | None = None,
 ) -> onnx.ModelProto:
-    """``vectors``: float32 biases and layer-norm weights named like ``l0.q.b``, ``l0.aln.w``,
-    plus ``emb.pos`` (positions × hidden), ``emb.type`` and ``emb.ln.w/b``.
+    """``vectors``: the float weights named like ``l0.q.w``, ``l0.q.b``, ``l0.aln.w``, plus
+    ``emb.pos`` (positions × hidden), ``emb.type`` and ``emb.ln.w/b``; the MatMulNBits path
+    takes the linears from ``layers`` instead.
 
     ``activation_max`` (per layer, per input channel: the largest |input| of ``qkv``, ``ao``,
     ``fi`` and ``fo`` — for ``fo``, of GELU's output minus ``GELU_FLOOR`` — on calibration
     text) switches the linears from MatMulNBits to integer GEMM with smoothing."""
-    integer_gemm = activation_max is not None
     h = cfg.hidden
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
@@ -125,6 +125,9 @@ def build_graph(
     def f32(name: str) -> np.ndarray:
         return np.asarray(vectors[name], dtype=np.float32)
 
+    def f64(name: str) -> np.ndarray:
+        return np.array(vectors[name], dtype=np.float64)
+
     def matmul(x: str, quant: BlockQuant, name: str, bias: str = "") -> str:
         q_inits, attrs = _nbits(quant, name, accuracy_level)
         inits.extend(q_inits)
@@ -132,19 +135,24 @@ def build_graph(
         node("MatMulNBits", inputs, [name], MS_DOMAIN, **attrs)
         return name
 
-    def qgemm(x: str, weight: np.ndarray, name: str, nonnegative: bool = False) -> list[str]:
+    def qgemm(
+        x: str, weight: np.ndarray, name: str, floor: tuple[float, np.ndarray] | None = None
+    ) -> tuple[list[str], np.ndarray | None]:
         """Integer GEMM of ``x @ weight.T``: ``x`` is quantized per token row to uint8 over
-        [lo, row max] (``x ≈ lo + s·q``, ``s = (max − lo) / 255``; ``lo`` the row minimum, or 0
-        when ``x`` is ``nonnegative``) and ``MatMulIntegerToFloat`` gives ``s·ws·(q @ W)``,
-        ``ws`` the weight's per-channel scales. Returns the terms whose sum is the product:
-        that, and ``lo ⊗ (colsum(W)·ws)`` unless ``lo`` is 0. A constant row gives ``s = 0``:
-        whatever ``0/0`` quantizes to is then multiplied by 0, as it should be."""
+        [lo, row max] (``x ≈ lo + s·q``, ``s = (max − lo) / 255``) and ``MatMulIntegerToFloat``
+        gives ``s·ws·(q @ W)``, ``ws`` the weight's per-channel scales. ``lo`` is the row
+        minimum, whose share ``lo ⊗ (colsum(W)·ws)`` is returned as a second term. With
+        ``floor = (c, f)``, ``x`` is an input known to stay above ``c`` already shifted by it
+        and divided by ``f`` (GELU's output): it is quantized over [0, row max], and the
+        share of ``c`` comes back as a constant for the caller's bias instead. A constant row
+        gives ``s = 0``: whatever ``0/0`` quantizes to is then multiplied by 0, as it should
+        be. Returns the terms whose sum is the product, and that constant."""
         w, w_scales = _channels_int7(weight)
         const(name + "_w", w)
         const(name + "_ws", w_scales)
         n = name
         node("ReduceMax", [x, "last_axis"], [n + "_hi"], keepdims=1)
-        if nonnegative:
+        if floor is not None:
             node("Mul", [n + "_hi", "inv_levels"], [n + "_s"])
             shifted = x
         else:
@@ -158,17 +166,14 @@ def build_graph(
             "QuantizeLinear", [shifted, n + "_s"], [n + "_xq"], axis=-1, block_size=cfg.intermediate
         )
         node("MatMulIntegerToFloat", [n + "_xq", n + "_w", n + "_s", n + "_ws"], [n], MS_DOMAIN)
-        if nonnegative:
-            return [n]
+        if floor is not None:
+            c, factors = floor
+            values = w.T.astype(np.float64) * w_scales[:, None]
+            return [n], c * (values / factors).sum(axis=1)
         colsum = w.astype(np.float64).sum(axis=0) * w_scales
         const(n + "_cw", colsum.astype(np.float32))
         node("Mul", [n + "_lo", n + "_cw"], [n + "_corr"])
-        return [n, n + "_corr"]
-
-    def int7_values(weight: np.ndarray) -> np.ndarray:
-        """What the integer GEMM multiplies by instead of ``weight``."""
-        w, w_scales = _channels_int7(weight)
-        return w.T.astype(np.float64) * w_scales[:, None]
+        return [n, n + "_corr"], None
 
     def smoothed(x: str, factors: np.ndarray, name: str) -> str:
         const(name + "_inv_f", (1.0 / factors).astype(np.float32))
@@ -186,7 +191,7 @@ def build_graph(
         )
         return out
 
-    if integer_gemm:
+    if activation_max is not None:
         const("last_axis", np.array([-1], dtype=np.int64))
         const("inv_levels", np.array(1.0 / 255.0, dtype=np.float32))
 
@@ -225,14 +230,14 @@ def build_graph(
         else:
             stats = activation_max[i]
             # ao's smoothing divides V's output channels (rows and bias): exact, no node.
-            w_ao = layer.ao.values()
+            w_ao = f64(f"{p}.ao.w")
             f_ao = smoothing(stats["ao"], w_ao)
-            w_qkv = layer.qkv.values()
+            w_qkv = np.concatenate([f64(f"{p}.{part}.w") for part in ("q", "k", "v")])
             w_qkv[2 * h :] /= f_ao[:, None]
             qkv_bias[2 * h :] /= f_ao
             f_qkv = smoothing(stats["qkv"], w_qkv)
             qkv = f"{p}_qkv_out"
-            terms = qgemm(smoothed(x, f_qkv, f"{p}_qkv"), w_qkv * f_qkv, f"{p}_qkv")
+            terms, _ = qgemm(smoothed(x, f_qkv, f"{p}_qkv"), w_qkv * f_qkv, f"{p}_qkv")
             node("Sum", [*terms, const(f"{p}_qkv_b", qkv_bias)], [qkv])
         node("Split", [qkv], [f"{p}_q", f"{p}_k", f"{p}_v"], axis=-1, num_outputs=3)
         node(
@@ -242,15 +247,15 @@ def build_graph(
         if activation_max is None:
             ao = [matmul(f"{p}_ctx", layer.ao, f"{p}_ao", f"{p}_ao_b")]
         else:
-            ao = [*qgemm(f"{p}_ctx", w_ao * f_ao, f"{p}_ao"), f"{p}_ao_b"]
+            ao = [*qgemm(f"{p}_ctx", w_ao * f_ao, f"{p}_ao")[0], f"{p}_ao_b"]
         x1 = residual_norm(ao, x, f"{p}_aln", f"{p}_x1")
         if activation_max is None:
             fi = matmul(x1, layer.fi, f"{p}_fi")
         else:
-            w_fi = layer.fi.values()
+            w_fi = f64(f"{p}.fi.w")
             f_fi = smoothing(stats["fi"], w_fi)
             fi = f"{p}_fi_sum"
-            node("Sum", qgemm(smoothed(x1, f_fi, f"{p}_fi"), w_fi * f_fi, f"{p}_fi"), [fi])
+            node("Sum", qgemm(smoothed(x1, f_fi, f"{p}_fi"), w_fi * f_fi, f"{p}_fi")[0], [fi])
         node("BiasGelu", [fi, f"{p}_fi_b"], [f"{p}_gelu"], MS_DOMAIN)
         fo_b = f32(f"{p}.fo.b")
         if activation_max is None:
@@ -258,14 +263,13 @@ def build_graph(
         else:
             # GELU's output minus its floor is >= 0: quantized over [0, row max], and the
             # floor's share of the product is a constant, added to the bias.
-            w_fo = layer.fo.values()
+            w_fo = f64(f"{p}.fo.w")
             f_fo = smoothing(stats["fo"], w_fo)
             const(f"{p}_gelu_floor", np.array(-GELU_FLOOR, dtype=np.float32))
             node("Add", [f"{p}_gelu", f"{p}_gelu_floor"], [f"{p}_gelu_up"])
             xs = smoothed(f"{p}_gelu_up", f_fo, f"{p}_fo")
-            floor_share = GELU_FLOOR * (int7_values(w_fo * f_fo) / f_fo).sum(axis=1)
-            bias = const(f"{p}_fo_b", (fo_b + floor_share).astype(np.float32))
-            fo = [*qgemm(xs, w_fo * f_fo, f"{p}_fo", nonnegative=True), bias]
+            terms, floor_share = qgemm(xs, w_fo * f_fo, f"{p}_fo", (GELU_FLOOR, f_fo))
+            fo = [*terms, const(f"{p}_fo_b", (fo_b + floor_share).astype(np.float32))]
         x = residual_norm(fo, x1, f"{p}_oln", f"{p}_x2")
 
     # Masked mean pooling, then L2 normalisation (eps as torch.nn.functional.normalize).

@@ -25,12 +25,6 @@ class BlockQuant:
     bits: int
     block: int
 
-    def values(self) -> np.ndarray:
-        """The float64 values the integers and scales stand for."""
-        zero = 2 ** (self.bits - 1)
-        scales = np.repeat(self.scales.astype(np.float64), self.block, axis=1)
-        return (self.q.astype(np.float64) - zero) * scales
-
     def packed(self) -> np.ndarray:
         if self.bits == 8:
             return self.q
