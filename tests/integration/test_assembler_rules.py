@@ -602,6 +602,24 @@ def test_fused_budget_not_a_count_bounds_the_episodes(seed: Seeder, ask: Asker) 
     assert all(e.excerpt == ("word " * 200)[:300] for e in episodes)
 
 
+def test_fused_vector_depth_follows_the_budget(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    """The nearest facts and events ranked per call: 96 for a small budget, more for a large
+    one (``RetrievalConfig.vector_depth``), merged from both kinds by distance."""
+    facts = [seed.fact("note", f"fact {i}", close(i, 0.05 + 0.002 * i)) for i in range(120)]
+    events = [seed.event("conversation.message", {"text": f"turn {i}"},
+                         close(500 + i, 0.06 + 0.002 * i)) for i in range(60)]
+    depths = {}
+    for budget in (900, 3000):
+        rows = trace_rows(owner_conn, ask("x", Q, budget=budget, config=FUSED).response.trace_id)
+        ranks = sorted(r["vector_rank"] for r in rows if r["vector_rank"] is not None)
+        assert ranks == list(range(1, len(ranks) + 1))
+        depths[budget] = len(ranks)
+    assert depths == {900: FUSED.vector_depth(900), 3000: len(facts) + len(events)}
+    assert depths[900] == 96
+
+
 def test_text_arm_knows_term_rarity(seed: Seeder, ask: Asker,
                                 owner_conn: psycopg.Connection) -> None:
     """Ten facts say "invoice" twice, one event says "zanzibar" once. For the question

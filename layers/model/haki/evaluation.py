@@ -67,6 +67,8 @@ ABLATIONS: dict[Ranking, dict[str, dict[str, object]]] = {
         "no_episodes": {"use_episodes": False},
         "kind_in_excerpt": {"excerpt_with_kind": True},
         "equal_arm_weights": {"rrf_weight_vector": 1.0},
+        # The vector arm's depth fixed at 128 whatever the budget (before it followed it).
+        "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
     },
     "seed": {
         "no_vector_arm": {"use_vector_arm": False},

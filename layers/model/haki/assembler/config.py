@@ -16,6 +16,7 @@ candidate strategy for the benchmarks' naive baseline; production runs with a pr
 few knobs the environment sets (:meth:`RetrievalConfig.from_settings`).
 """
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -50,8 +51,19 @@ class RetrievalConfig:
 
     # --- fused ranking --------------------------------------------------------------------
     #: Vector arm: the nearest facts and the nearest events of the scope (each by its HNSW
-    #: index), merged by cosine distance, the best ``vector_top_k`` kept and ranked.
-    vector_top_k: int = 128
+    #: index), merged by cosine distance, the best ``depth`` kept and ranked. The depth follows
+    #: the call's budget (:meth:`vector_depth`): ``vector_depth_per_token`` candidates per
+    #: budget token, at least ``vector_top_k_min``, at most ``vector_top_k``. A packet holds
+    #: ~40–60 items at 900 tokens and ~100–120 at 2,000 (REALTALK, the bilingual set), so a
+    #: fixed depth was either too deep for small budgets or too shallow for large ones: at 2,000
+    #: tokens 96 candidates leave the bilingual packets 14% empty (recall −0.016; 128 fill
+    #: them), while at 900 tokens 96 recall as much as 128 (REALTALK −0.0006, bilingual
+    #: +0.0066) and 64 does not (REALTALK −0.0086). 96 is also below the HNSW search breadth
+    #: of 100, so the scan finishes in one pass: the nearest events at 100k facts took
+    #: 4.6 → 2.5 ms (docs/benchmarks.md, "Latency work").
+    vector_top_k: int = 256
+    vector_top_k_min: int = 96
+    vector_depth_per_token: float = 0.064
     #: Text arm: the best ``text_top_k`` facts and events by the sum of BM25's idf over the
     #: query terms they hold (``haki_idf_search``, migration 0015; term frequency and length
     #: normalisation were each worth < 0.005 recall, so they are not computed). Deeper than 32
@@ -145,6 +157,12 @@ class RetrievalConfig:
     parallel_arms: bool = True
     #: Whether the call waits for its trace's WAL flush (``HAKI_TRACE_DURABLE_COMMIT``).
     trace_durable_commit: bool = False
+
+    def vector_depth(self, budget_tokens: int) -> int:
+        """How many nearest candidates the vector arm ranks for a packet of ``budget_tokens``:
+        96 up to 1,500 tokens, 128 at 2,000, 256 from 4,000 (the defaults)."""
+        wanted = math.ceil(budget_tokens * self.vector_depth_per_token)
+        return min(self.vector_top_k, max(self.vector_top_k_min, wanted))
 
     @classmethod
     def from_settings(cls, settings: Settings, base: "RetrievalConfig | None" = None

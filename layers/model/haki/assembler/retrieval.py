@@ -67,7 +67,7 @@ def query_parameters(
         "ef_search_max": config.hnsw_ef_search_max,
         "rows_per_ef": config.hnsw_rows_per_ef,
         "max_scan_tuples": str(config.hnsw_max_scan_tuples),
-        "vector_top_k": config.vector_top_k,
+        "vector_top_k": config.vector_depth(request.budget_tokens),
         "text_top_k": config.text_top_k,
         "text_candidates": config.text_candidates,
         "excerpt_chars": config.excerpt_chars,
@@ -230,7 +230,8 @@ def _nearest(conn: psycopg.Connection, arm: routines.Routine, params: dict[str, 
 
 def retrieve_fused(arms: FusedArms, params: dict[str, Any]) -> FusedRows:
     """The fused arms' rows (:meth:`FusedArms.fetch`) merged by distance (ties by id) and
-    ranked, the best ``vector_top_k`` kept; then every row either arm returned,
+    ranked, the best ``vector_top_k`` kept (the call's depth,
+    :meth:`RetrievalConfig.vector_depth`); then every row either arm returned,
     facts and events, once, with its arm ranks. A text-arm row the vector arm did not return
     gets its distance here, from its stored embedding (cosine distance in float64, as
     pgvector's ``<=>`` computes it to ~1e-7)."""

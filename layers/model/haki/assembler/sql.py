@@ -377,7 +377,8 @@ SELECT 'neighbour', near.id, NULL, NULL, near.embedding, {FACT_COLUMNS_ABSENT},
 FROM {neighbours_of("sources")}
 """
 
-#: Vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE) and as many events of
+#: Vector arm: the nearest ``vector_top_k`` active facts (FACT_SCOPE; the call's depth, which
+#: follows its budget: ``RetrievalConfig.vector_depth``) and as many events of
 #: the scope, one statement each, each by its HNSW index (or an exact scan of a small scope)
 #: after the planner settings of its own graph; ``retrieval.py`` merges them by distance and
 #: keeps the best ``vector_top_k``. The nearest ids and distances first (MATERIALIZED: an
