@@ -616,8 +616,8 @@ def test_fused_vector_depth_follows_the_budget(
         ranks = sorted(r["vector_rank"] for r in rows if r["vector_rank"] is not None)
         assert ranks == list(range(1, len(ranks) + 1))
         depths[budget] = len(ranks)
-    assert depths == {900: FUSED.vector_depth(900), 3000: len(facts) + len(events)}
-    assert depths[900] == 96
+    # 96 at 900 tokens; at 3,000 the depth (192) exceeds the scope: every fact and event.
+    assert depths == {900: 96, 3000: len(facts) + len(events)}
 
 
 def test_text_arm_knows_term_rarity(seed: Seeder, ask: Asker,
