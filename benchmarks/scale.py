@@ -30,7 +30,6 @@ from benchmarks.synthetic import Generator
 from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.db import Database, Role
 from haki.embedding import Embedder, get_embedder
-from haki.heap import freeze_long_lived
 from haki.keys import create_key, hash_key
 from haki.settings import SOURCE_ROOT, Settings
 from haki_local.embedded import embedded_role_url
@@ -92,8 +91,6 @@ def run_scenario(
     if warm_up:
         log.info("%s: %d warm-up calls (other questions)", scenario.name, len(warm_up))
         measure.run_calls(ctx, warm_up)
-    # What the API entry does after a container's first call: the long-lived heap frozen.
-    freeze_long_lived()
     log.info("%s: %d assembler calls", scenario.name, len(queries))
     ours_loop = measure.run_calls(ctx, queries, warmup=plan.warmup)
     log.info("%s: %d naive calls", scenario.name, len(naive_queries))

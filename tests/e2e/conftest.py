@@ -15,7 +15,8 @@ import psycopg
 import pytest
 
 from haki.db import Role
-from haki.db.connection import DATABASE_NAME, connect
+from haki.db.connection import connect
+from haki.roles import DATABASE_NAME
 from haki_local.embedded import embedded_role_url, start_embedded
 from haki_local.launch import LocalApi, local_env, start, stop
 

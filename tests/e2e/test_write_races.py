@@ -19,7 +19,8 @@ import psycopg
 import pytest
 
 from haki.db import Role
-from haki.db.connection import DATABASE_NAME, connect
+from haki.db.connection import connect
+from haki.roles import DATABASE_NAME
 from haki_local.embedded import embedded_role_url, start_embedded
 from tests.e2e.conftest import Client, Reply, Server, run_cli, start_server, stop_server
 

@@ -13,6 +13,7 @@ from haki.keys import IdentityCache, KeyIdentity, create_key, hash_key, list_key
 from haki.models import FactRecord
 from haki_aws.auth import identity_cache
 from haki_aws.routes import ROUTES
+from haki_local.protocol import count_protocol
 from tests.handlers.conftest import Answer, Invoke
 
 

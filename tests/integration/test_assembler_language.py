@@ -5,7 +5,7 @@ import json
 
 import psycopg
 
-from haki.assembler import RetrievalConfig, assemble, embed_query
+from haki.assembler import RetrievalConfig, assemble
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.memory import MemoryWriter, parse_document_text
@@ -35,7 +35,7 @@ def _top(db: Database, embedder: Embedder, project_id: str, query: str,
          config: RetrievalConfig | None = None) -> list[str]:
     request = ContextRequest(project_id=project_id, subject_id="client-42", query=query,
                              purpose="test")
-    result = assemble(request, embed_query(embedder, query), db=db,
+    result = assemble(request, lambda: embedder.embed_query(query), db=db,
                       config=config or RetrievalConfig())
     return [str(f.id) for f in result.response.packet.facts]
 

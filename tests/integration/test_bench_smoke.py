@@ -16,14 +16,18 @@ from benchmarks.loader import database_name, ensure_dataset, prewarm
 from benchmarks.plans import SMOKE
 from benchmarks.scale import run_plan
 from benchmarks.synthetic import Generator
-from haki.assembler import DEFAULT_CONFIG
-from haki.assembler import sql as assembler_sql
-from haki.assembler.retrieval import query_parameters
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import Settings
+from haki_local.baselines import (
+    EXHAUSTIVE_FACT_CANDIDATES,
+    PLANNER_SETTINGS,
+    TWO_PHASE_FACT_CANDIDATES,
+    SeedConfig,
+    seed_parameters,
+)
 from haki_local.embedded import embedded_role_url
 
 
@@ -116,8 +120,7 @@ def test_naive_baseline_scores_every_fact_with_the_assembler_formula(
         scenario.target_scopes(), 1, salt=99)[0]
     request = ContextRequest(project_id=question.project_id, subject_id=question.subject_id,
                              query=question.text)
-    params = query_parameters(request, question.vector,
-                              replace(DEFAULT_CONFIG, candidate_limit=10_000))
+    params = seed_parameters(request, question.vector, SeedConfig(candidate_limit=10_000))
     owner = Database(embedded_role_url(pg_superuser_url, Role.OWNER,
                                        database_name(scenario.dataset)))
     try:
@@ -127,11 +130,10 @@ def test_naive_baseline_scores_every_fact_with_the_assembler_formula(
         owner.close()
     with connect(url) as conn, conn.transaction():
         conn.execute("SELECT set_config('haki.key_hash', %s, true)", (key_hash,))
-        conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+        conn.execute(PLANNER_SETTINGS, params)
         cursor = conn.cursor(row_factory=dict_row)
-        statements = assembler_sql.FACT_CANDIDATES
-        ours = {r["id"]: r["score"] for r in cursor.execute(statements["two_phase"], params)}
-        naive = {r["id"]: r["score"] for r in cursor.execute(statements["exhaustive"], params)}
+        ours = {r["id"]: r["score"] for r in cursor.execute(TWO_PHASE_FACT_CANDIDATES, params)}
+        naive = {r["id"]: r["score"] for r in cursor.execute(EXHAUSTIVE_FACT_CANDIDATES, params)}
         in_scope = conn.execute(
             "SELECT count(*) FROM facts WHERE project_id = %s AND subject_id = %s "
             "AND status = 'active' AND (valid_to IS NULL OR valid_to > now())",

@@ -8,6 +8,7 @@ from psycopg import pq
 
 from haki.db import Database, Role
 from haki.errors import ServiceUnavailable
+from haki_local.protocol import count_protocol
 
 
 def test_connection_is_reused_across_transactions(app_db: Database, project_id: str) -> None:

@@ -86,7 +86,6 @@ def test_evaluate_reports_each_budget_preset_and_ablation(
     report = evaluate(load_labelled_set(_labelled(tmp_path)), superuser_url=pg_superuser_url,
                       embedder=embedder, settings=Settings(), budgets=(900, 10),
                       with_misses=True)
-    assert report["ranking"] == "fused"
     budgets = report["budgets"]
     assert set(budgets) == {"900", "10"}  # type: ignore[arg-type]
     run = budgets["900"]  # type: ignore[index]
@@ -105,7 +104,7 @@ def test_evaluate_reports_each_budget_preset_and_ablation(
         "parcel": {"queries": 1, "mean_recall": 1.0, "fully_covered": 1.0}}
     assert run["seed"]["mean_recall"] == 1.0
     ablations = run["ablations"]
-    assert set(ablations) == set(ABLATIONS["fused"])
+    assert set(ablations) == set(ABLATIONS)
     # The parcel episode is cited by no fact: without episodes it cannot be covered, while the
     # language episode still is, through the fact that cites it.
     no_episodes = ablations["no_episodes"]
@@ -123,16 +122,6 @@ def test_evaluate_reports_each_budget_preset_and_ablation(
     assert left == (0,)
 
 
-def test_seed_ranking_runs_its_own_ablations(
-    tmp_path: Path, pg_superuser_url: str, embedder: Embedder
-) -> None:
-    report = evaluate(load_labelled_set(_labelled(tmp_path)), superuser_url=pg_superuser_url,
-                      embedder=embedder, settings=Settings(ranking="seed"))
-    run = report["budgets"]["900"]  # type: ignore[index]
-    assert report["ranking"] == "seed" and "fused" in run
-    assert set(run["ablations"]) == set(ABLATIONS["seed"])
-
-
 def test_labelled_set_errors_name_the_query_and_field(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"facts": [], "queries": [{"project_id": "p", "query": "q"}]}),
@@ -147,9 +136,8 @@ def test_labelled_set_errors_name_the_query_and_field(tmp_path: Path) -> None:
 def test_eval_is_a_cli_command() -> None:
     args = build_parser().parse_args(["eval", "set.json", "--budget", "500"])
     assert args.budget == (500,) and args.file == Path("set.json") and callable(args.run)
-    args = build_parser().parse_args(["eval", "set.json", "--budget", "900,2000",
-                                      "--ranking", "seed"])
-    assert args.budget == (900, 2000) and args.ranking == "seed"
+    args = build_parser().parse_args(["eval", "set.json", "--budget", "900,2000"])
+    assert args.budget == (900, 2000)
     for bad in ("0", "900,x", "100001"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["eval", "set.json", "--budget", bad])

@@ -14,10 +14,11 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, SEED_CONFIG, RetrievalConfig
+from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
+from haki_local.baselines import SeedConfig
 from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Asker
 
@@ -30,7 +31,7 @@ BIG_SUBJECT, BIG_SIZE = "big", 20_000
 MEDIUM_SUBJECTS, MEDIUM_SIZE = 499, 160
 TINY_SUBJECT, TINY_SIZE = "tiny", 30
 VECTOR_ONLY: dict[str, RetrievalConfig] = {
-    "seed": replace(SEED_CONFIG, use_text_arm=False, use_multi_hop=False, use_episodes=False),
+    "seed": SeedConfig(use_text_arm=False, use_multi_hop=False, use_episodes=False),
     "fused": replace(DEFAULT_CONFIG, vector_top_k=64, use_text_arm=False, use_episodes=False,
                      use_neighbours=False),
 }

@@ -17,8 +17,7 @@ import pytest
 from pgvector.psycopg import register_vector
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from haki.assembler import DEFAULT_CONFIG, routines, sql
-from haki.assembler.retrieval import query_parameters
+from haki.assembler import DEFAULT_CONFIG, arms
 from haki.db import Database, Role
 from haki.db.migrate import apply_migrations
 from haki.db.scope_indexes import (
@@ -31,6 +30,12 @@ from haki.db.scope_indexes import (
 )
 from haki.models import ContextRequest
 from haki.settings import Settings, get_settings
+from haki_local.baselines import (
+    PLANNER_SETTINGS,
+    TWO_PHASE_FACT_CANDIDATES,
+    SeedConfig,
+    seed_parameters,
+)
 from haki_local.cli import main
 from tests.conftest import acting_as_tenant
 
@@ -125,11 +130,11 @@ def test_the_planner_searches_the_scope_graph_at_its_breadth(urls: dict[Role, st
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):
             for subject, graph_rows in (("big", "60"), ("small", None)):
-                params = query_parameters(
+                params = seed_parameters(
                     ContextRequest(project_id="p1", subject_id=subject, query="q"), vector,
-                    config)
+                    SeedConfig.like(config, use_text_arm=False))
                 with db.transaction("p1") as conn:
-                    conn.execute(sql.PLANNER_SETTINGS, params)
+                    conn.execute(PLANNER_SETTINGS, params)
                     ef = conn.execute("SHOW hnsw.ef_search").fetchone()
                     # With a graph, its 60 rows; without, the table's 108.
                     assert ef == (graph_rows or "108",)
@@ -138,7 +143,7 @@ def test_the_planner_searches_the_scope_graph_at_its_breadth(urls: dict[Role, st
                     conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
                                  "SET LOCAL enable_bitmapscan = off")
                     plan = "\n".join(row[0] for row in conn.execute(
-                        "EXPLAIN " + sql.NEAREST_FACTS, params).fetchall())
+                        "EXPLAIN " + TWO_PHASE_FACT_CANDIDATES, params).fetchall())
                 own = graph_name("facts", "p1", subject)
                 if graph_rows is None:
                     assert "facts_embedding_hnsw" in plan and "_scope_hnsw_" not in plan, plan
@@ -152,31 +157,18 @@ def test_the_scope_graph_finds_what_the_exact_scan_found(urls: dict[Role, str]) 
     """The nearest facts and events of p1/big (and the turns around the nearest events)
     through its own graphs — 60 and 40 rows searched at breadth 100, so exactly — are the
     rows the exact scan returned before the graphs existed, at the same distances."""
-    params = query_parameters(ContextRequest(project_id="p1", subject_id="big", query="q"),
-                              _vector(np.random.default_rng(3)), DEFAULT_CONFIG)
+    request = ContextRequest(project_id="p1", subject_id="big", query="q")
+    vector = _vector(np.random.default_rng(3))
     db = Database(urls[Role.APP])
 
     def nearest(*, graphs: bool) -> list[tuple[object, ...]]:
-        found = []
         with db.transaction("p1") as conn:
             if graphs:
                 conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
                              "SET LOCAL enable_bitmapscan = off")
-            for settings, statement, routine, graph in (
-                    (sql.PLANNER_SETTINGS, sql.NEAREST_FACTS, routines.NEAREST_FACTS,
-                     graph_name("facts", "p1", "big")),
-                    (sql.EVENTS_PLANNER_SETTINGS, sql.NEAREST_EVENTS, routines.NEAREST_EVENTS,
-                     graph_name("events", "p1", "big"))):
-                conn.execute(settings, params)
-                plan = str(conn.execute("EXPLAIN " + statement, params).fetchall())
-                assert (graph in plan) == graphs
-                rows = sorted((row[0], str(row[1]), round(row[2], 6)) for row in
-                              conn.execute(statement, params).fetchall())
-                # The assembler's call: the same rows from the function (its own plan).
-                assert rows == sorted((row[0], str(row[1]), round(row[2], 6)) for row in
-                                      conn.execute(routine.call, params).fetchall())
-                found.extend(rows)
-        return found
+            rows = [*arms.nearest_facts(conn, request, DEFAULT_CONFIG, vector).fetchall(),
+                    *arms.nearest_events(conn, request, DEFAULT_CONFIG, vector).fetchall()]
+        return sorted((row["item"], str(row["id"]), round(row["distance"], 6)) for row in rows)
 
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):
@@ -198,7 +190,7 @@ def _index_scans(owner_url: str, names: list[str]) -> dict[str, int]:
 
 def test_the_nearest_facts_function_plans_each_call_with_its_scope(
         urls: dict[Role, str]) -> None:
-    """``haki_nearest_facts`` runs with custom plans (haki.assembler.routines): called again
+    """``haki_nearest_facts`` runs with custom plans (migration 0016): called again
     and again on one connection — past the five calls after which a cached plan may turn
     generic — the big subject's calls search its own graph, the other subject's the table's
     (index scan counters, flushed when the connection closes)."""
@@ -210,14 +202,12 @@ def test_the_nearest_facts_function_plans_each_call_with_its_scope(
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):
             for subject in ("big", "small") * 8:
-                params = query_parameters(
-                    ContextRequest(project_id="p1", subject_id=subject, query="q"), vector,
-                    DEFAULT_CONFIG)
+                request = ContextRequest(project_id="p1", subject_id=subject, query="q")
                 with db.transaction("p1") as conn:
                     # (scopes this small are scanned exactly: graphs only, as in a big table)
                     conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
                                  "SET LOCAL enable_bitmapscan = off")
-                    assert conn.execute(routines.NEAREST_FACTS.call, params).fetchall()
+                    assert arms.nearest_facts(conn, request, DEFAULT_CONFIG, vector).fetchall()
     finally:
         db.close()
     deadline = time.monotonic() + 10.0
@@ -311,19 +301,17 @@ def test_the_text_arm_searches_the_scope_text_index(urls: dict[Role, str]) -> No
     matched = ("SELECT f.id FROM facts AS f WHERE f.project_id = 'p1' AND f.subject_id = 'big' "
                "AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now()) "
                "AND f.search_vector @@ to_tsquery('simple', '7')")  # one row: "big fact 7"
-    params = query_parameters(ContextRequest(project_id="p1", subject_id="big", query="fact 7"),
-                              None, DEFAULT_CONFIG)
+    request = ContextRequest(project_id="p1", subject_id="big", query="fact 7")
     db = Database(urls[Role.APP])
 
     def text_arm() -> list[tuple[object, ...]]:
         with db.transaction("p1") as conn:
-            rows = [tuple(row[:4]) for row in
-                    conn.execute(sql.TEXT_ARM_CANDIDATES, params).fetchall()]
-            # The assembler's call (its generic plan, cached by the connection): the same rows.
-            for _ in range(7):
-                assert rows == [tuple(row[:4]) for row in
-                                conn.execute(routines.TEXT_ARM.call, params).fetchall()]
-            return rows
+            calls = [[(r["item"], r["id"], r["text_arm_rank"], r["text_rank"]) for r in
+                      arms.text_arm(conn, request, DEFAULT_CONFIG).fetchall()]
+                     for _ in range(8)]
+        # Past the calls after which the connection keeps a generic plan: the same rows.
+        assert all(rows == calls[0] for rows in calls)
+        return calls[0]
 
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):

@@ -7,7 +7,7 @@ from uuid import uuid4
 
 import pytest
 
-from haki.assembler.trace import load_trace, new_trace_id, trace_arrays, write_trace
+from haki.assembler.trace import load_trace, new_trace_id, write_trace
 from haki.db import Database
 from haki.models import ContextPacket, ContextRequest, ContextResponse, TraceDecision
 
@@ -74,13 +74,3 @@ def test_an_empty_trace_reads_back_empty(app_db: Database, project_id: str) -> N
                        trace_id=response.trace_id)
     assert trace.decisions == []
     assert trace.packet.empty_reason == "no_memory"
-
-
-def test_a_value_of_another_type_is_refused_not_written() -> None:
-    good = _decisions()[0]
-    fields = {name: getattr(good, name) for name in TraceDecision.__slots__}
-    for name, bad in (("rank", "1,2"), ("fact_id", str(good.fact_id)), ("score", 1),
-                      ("unconfirmed", 0), ("reason_code", "top score"),
-                      ("action", "Included")):
-        with pytest.raises(TypeError):
-            trace_arrays([TraceDecision(**{**fields, name: bad})])

@@ -7,6 +7,7 @@ from uuid import UUID, uuid4
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.packing import Packer
 from haki.text import estimate_tokens
+from haki_local.baselines import SeedPacker
 
 
 def fact(value: str, *, distance: float = 0.1, score: float = 0.5, conflict: bool = False,
@@ -28,7 +29,7 @@ def reasons(packer: Packer) -> list[tuple[UUID | None, str]]:
 
 def test_greedy_skip_and_continue() -> None:
     big, small = fact("x" * 100), fact("tiny")
-    packer = Packer(budget=estimate_tokens("note: tiny") + 5)
+    packer = SeedPacker(budget=estimate_tokens("note: tiny") + 5)
     packer.add_ranked_facts([big, small])
     assert reasons(packer) == [(big.id, "over_budget"), (small.id, "top_score")]
     assert packer.tokens_used == estimate_tokens("note: tiny")
@@ -40,7 +41,7 @@ def test_each_reason_and_warning() -> None:
     unconfirmed = fact("slow and old", volatility="slow", horizon_passed=True)
     far = fact("far", distance=0.9)
     ep = episode("hello")
-    packer = Packer(budget=900, max_distance=0.5)
+    packer = SeedPacker(budget=900, max_distance=0.5)
     packer.add_ranked_facts([blocked, expired, unconfirmed, far])
     packer.add_episodes([ep])
     assert reasons(packer) == [
@@ -57,23 +58,23 @@ def test_each_reason_and_warning() -> None:
 
 def test_multi_hop_is_exempt_from_the_floor() -> None:
     far = fact("far but linked", distance=0.95)
-    packer = Packer(budget=900, max_distance=0.3)
+    packer = SeedPacker(budget=900, max_distance=0.3)
     packer.add_multi_hop_facts([far])
     assert reasons(packer) == [(far.id, "multi_hop_expansion")]
 
 
 def test_empty_reasons() -> None:
-    assert Packer(budget=10).packet(missing_purpose=False).empty_reason == "no_memory"
-    gated = Packer(budget=10, max_distance=0.2)
+    assert SeedPacker(budget=10).packet(missing_purpose=False).empty_reason == "no_memory"
+    gated = SeedPacker(budget=10, max_distance=0.2)
     gated.add_ranked_facts([fact("far", distance=0.9)])
     assert gated.packet(missing_purpose=False).empty_reason == "no_relevant_memory"
-    blocked = Packer(budget=10)
+    blocked = SeedPacker(budget=10)
     blocked.add_ranked_facts([fact("c", conflict=True)])
     assert blocked.packet(missing_purpose=False).empty_reason == "all_filtered"
 
 
 def test_episode_excerpt_is_cut_at_the_configured_length() -> None:
-    packer = Packer(budget=1000, excerpt_chars=20)
+    packer = SeedPacker(budget=1000, excerpt_chars=20)
     packer.add_episodes([episode("y" * 100)])
     assert packer.episodes[0].excerpt == ("conversation.message: " + "y" * 100)[:20]
 
@@ -89,7 +90,7 @@ def ranked(item: FactCandidate | EpisodeCandidate, score: float, *, vector_rank:
 def test_fused_packs_facts_and_episodes_in_one_order_under_one_budget() -> None:
     ep, f = episode("the reply that carries it"), fact("a fact ranked below")
     budget = estimate_tokens("the reply that carries it")
-    packer = Packer(budget=budget, excerpt_with_kind=False)
+    packer = SeedPacker(budget=budget, excerpt_with_kind=False)
     packer.add_fused([ranked(ep, 0.9), ranked(f, 0.5)])
     # The episode ranked first takes the budget; under seed the fact would have.
     assert reasons(packer) == [(ep.id, "episode_match"), (f.id, "over_budget")]
@@ -98,13 +99,13 @@ def test_fused_packs_facts_and_episodes_in_one_order_under_one_budget() -> None:
 
 def test_fused_budget_not_a_count_bounds_the_episodes() -> None:
     episodes = [episode(f"turn {i}") for i in range(20)]
-    packer = Packer(budget=10_000, excerpt_with_kind=False)
+    packer = SeedPacker(budget=10_000, excerpt_with_kind=False)
     packer.add_fused([ranked(e, 1.0 - i / 100) for i, e in enumerate(episodes)])
     assert len(packer.episodes) == 20
 
 
 def test_fused_excerpt_is_the_text_alone_cut_at_the_length() -> None:
-    packer = Packer(budget=1000, excerpt_chars=20, excerpt_with_kind=False)
+    packer = SeedPacker(budget=1000, excerpt_chars=20, excerpt_with_kind=False)
     packer.add_fused([ranked(episode("y" * 100), 0.5)])
     assert packer.episodes[0].excerpt == "y" * 20
     assert packer.decisions[0].tokens == estimate_tokens("y" * 20)
@@ -112,7 +113,7 @@ def test_fused_excerpt_is_the_text_alone_cut_at_the_length() -> None:
 
 def test_neighbour_only_episodes_are_expansion_and_never_gated() -> None:
     source, far_neighbour, far_ranked = episode("q", 0.1), episode("n", 0.95), episode("r", 0.9)
-    packer = Packer(budget=900, max_distance=0.5, excerpt_with_kind=False)
+    packer = SeedPacker(budget=900, max_distance=0.5, excerpt_with_kind=False)
     packer.add_fused([
         ranked(source, 0.9),
         ranked(far_neighbour, 0.3, vector_rank=None, expanded_from=source.id),
@@ -125,7 +126,7 @@ def test_neighbour_only_episodes_are_expansion_and_never_gated() -> None:
 
 def test_fused_trace_carries_arm_ranks_and_the_fused_score() -> None:
     f, blocked = fact("kept"), fact("in conflict", conflict=True)
-    packer = Packer(budget=900)
+    packer = SeedPacker(budget=900)
     packer.add_fused([ranked(f, 0.07, vector_rank=3, text_arm_rank=1),
                       ranked(blocked, 0.05, vector_rank=None, text_arm_rank=2)])
     kept, hidden = packer.decisions
@@ -138,7 +139,7 @@ def test_fused_keeps_the_fact_rules() -> None:
     expired = fact("old news", volatility="ephemeral", horizon_passed=True)
     unconfirmed = fact("slow and old", volatility="slow", horizon_passed=True)
     far = fact("far", distance=0.9)
-    packer = Packer(budget=900, max_distance=0.5)
+    packer = SeedPacker(budget=900, max_distance=0.5)
     packer.add_fused([ranked(expired, 0.3), ranked(unconfirmed, 0.2), ranked(far, 0.1)])
     assert [r for _, r in reasons(packer)] == [
         "volatility_expired", "top_score", "below_relevance_floor"]

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
-from haki.assembler.packing import EXPIRING, Packer
+from haki.assembler.packing import EXPIRING
+from haki_local.baselines import SeedPacker
 
 _NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _texts = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=400)
@@ -45,7 +46,7 @@ def ranked_lists(draw: st.DrawFn) -> list[Ranked]:
 @settings(max_examples=300, deadline=None)
 @given(ranked_lists(), st.integers(1, 3000), st.sampled_from([0.0, 0.3, 1.0]))
 def test_fused_packing_properties(candidates: list[Ranked], budget: int, floor: float) -> None:
-    packer = Packer(budget=budget, max_distance=floor, excerpt_chars=300,
+    packer = SeedPacker(budget=budget, max_distance=floor, excerpt_chars=300,
                     excerpt_with_kind=False)
     packer.add_fused(candidates)
     decisions = packer.decisions
@@ -88,7 +89,7 @@ def test_fused_packing_properties(candidates: list[Ranked], budget: int, floor: 
 def test_seed_packing_never_exceeds_the_budget_and_decides_everything(
     ranked: list[FactCandidate], nearest: list[EpisodeCandidate], budget: int
 ) -> None:
-    packer = Packer(budget=budget)
+    packer = SeedPacker(budget=budget)
     packer.add_ranked_facts(ranked)
     packer.add_episodes(nearest)
     assert len(packer.decisions) == len(ranked) + len(nearest)

@@ -3,25 +3,22 @@
 
 from dataclasses import replace
 
-from haki.assembler import DEFAULT_CONFIG, SEED_CONFIG, RetrievalConfig
+from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.settings import Settings
 
 
 def test_the_environment_knobs_reach_the_config() -> None:
     config = RetrievalConfig.from_settings(Settings.from_env({
-        "HAKI_TRACE_DURABLE_COMMIT": "1", "HAKI_PARALLEL_ARMS": "0",
-        "HAKI_RECALL_MAX_DISTANCE": "0.25"}))
+        "HAKI_TRACE_DURABLE_COMMIT": "1", "HAKI_RECALL_MAX_DISTANCE": "0.25",
+        "HAKI_VOLATILITY_HORIZON_VOLATILE_DAYS": "9"}))
     assert config.trace_durable_commit is True
-    assert config.parallel_arms is False
     assert config.recall_max_distance == 0.25
-    assert config.ranking == "fused"
+    assert config.volatility_horizon_volatile_days == 9.0
 
 
 def test_the_defaults_commit_traces_without_waiting_for_the_flush() -> None:
     assert Settings().trace_durable_commit is False
     assert RetrievalConfig.from_settings(Settings()).trace_durable_commit is False
-    seeded = RetrievalConfig.from_settings(Settings(trace_durable_commit=True), SEED_CONFIG)
-    assert (seeded.ranking, seeded.trace_durable_commit) == ("seed", True)
     assert DEFAULT_CONFIG.trace_durable_commit is False
 
 

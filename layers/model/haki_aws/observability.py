@@ -13,7 +13,6 @@ would otherwise copy every traced method's return value — the packet — and i
 into the trace).
 """
 
-import functools
 import hashlib
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -23,7 +22,6 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
 from haki.assembler import Assembly
-from haki.heap import freeze_long_lived
 from haki.settings import get_settings
 
 SERVICE = "haki"
@@ -103,28 +101,12 @@ def api_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
               ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     """The Lambda entry point of an API function: structured logs correlated with the API
     Gateway request id (state cleared between invocations), an X-Ray segment, and the EMF
-    metrics flushed at the end. The heap is settled (``haki.heap``) before the container's
-    first invocation and again after it, once the model is loaded and the connections open,
-    so that garbage collections stay off the calls."""
+    metrics flushed at the end."""
     with_trace = tracer.capture_lambda_handler(
         metrics.log_metrics(handler), capture_response=False, capture_error=False)
-    entry = logger.inject_lambda_context(
+    entry: Callable[[dict[str, Any], Any], dict[str, Any]] = logger.inject_lambda_context(
         correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)(with_trace)
-    first = True
-
-    @functools.wraps(handler)
-    def settled(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        nonlocal first
-        if not first:
-            return entry(event, context)
-        freeze_long_lived()
-        try:
-            return entry(event, context)
-        finally:
-            first = False
-            freeze_long_lived()
-
-    return settled
+    return entry
 
 
 def scheduled_entry(handler: Callable[[dict[str, Any], Any], dict[str, Any]]
