@@ -29,7 +29,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
@@ -97,12 +97,8 @@ def error_response(status: int, code: str, message: str,
 
 def proxy_event(route: Route, request: Request, body: bytes, request_id: str) -> dict[str, Any]:
     """An API Gateway REST (v1) proxy event, as the deployed integration sends it."""
-    multi_headers: dict[str, list[str]] = {}
-    for name, value in request.headers.items():
-        multi_headers.setdefault(name, []).append(value)
-    multi_query: dict[str, list[str]] = {}
-    for name, value in request.query_params.multi_items():
-        multi_query.setdefault(name, []).append(value)
+    multi_headers = _grouped(request.headers.items())
+    multi_query = _grouped(request.query_params.multi_items())
     try:
         text: str | None = body.decode("utf-8") if body else None
         is_base64 = False
@@ -131,6 +127,13 @@ def proxy_event(route: Route, request: Request, body: bytes, request_id: str) ->
         "body": text,
         "isBase64Encoded": is_base64,
     }
+
+
+def _grouped(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped
 
 
 def proxy_response(result: Mapping[str, Any], request_id: str) -> Response:
