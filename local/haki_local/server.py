@@ -275,6 +275,7 @@ def supervisor(sock: socket.socket, workers: int) -> Multiprocess:
         http=f"{__name__}:ContractH11Protocol", ws="none", proxy_headers=False,
         access_log=False, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S,
         h11_max_incomplete_event_size=HEADER_BYTES, timeout_graceful_shutdown=SHUTDOWN_S,
-        # A worker busy loading the model still answers the supervisor's pings, but slowly.
+        # The supervisor restarts a worker that leaves its ping unanswered this long; importing
+        # the handlers and loading the model can hold the interpreter for seconds.
         timeout_worker_healthcheck=30)
     return Multiprocess(config, sockets=[sock])
