@@ -1,36 +1,67 @@
-"""The local API Gateway: HTTP requests become REST proxy events for the real handlers.
+"""The local API: uvicorn + Starlette in front of the real Lambda handlers.
 
-Routes come from :data:`haki_aws.routes.ROUTES`, the table the CDK stack builds the REST API from,
-and each is served by ``functions/<name>/app.py:handler``, imported in process: local and
-deployed runs execute the same code. Like a Lambda container, each handler module serves one
-request at a time (its database connection and resolver are not shared between requests), so
-dispatch is serialised within a process; ``haki_local.workers`` runs several processes on one
-socket to serve requests in parallel. The handlers' EMF metric lines (stdout) are dropped:
-there is no CloudWatch here; their JSON logs go to the console.
+A request on a route of :data:`haki_aws.routes.ROUTES` (the table the CDK stack builds the REST
+API from) becomes an API Gateway REST (v1) proxy event for ``functions/<name>/app.py:handler``,
+imported in process, and the handler's proxy result becomes the response: local and deployed
+runs execute the same code. The trace console (:mod:`haki_local.console`) is served beside it,
+under ``/console``.
+
+Like a Lambda container, a handler module serves one request at a time (its database
+connection and resolver are module globals), so dispatch runs in a worker thread under one lock
+per process; :func:`supervisor` runs several uvicorn worker processes on one listening socket
+to serve requests in parallel. The handlers' EMF metric lines (stdout) are dropped: there is no
+CloudWatch here; their JSON logs go to the console.
+
+What the server refuses itself is answered in the error contract (``{"error": {"code",
+"message"}}``), never as HTML or a trace: 404 ``not_found`` (no route), 405
+``method_not_allowed`` with ``Allow`` (a known path, another method), 413 ``payload_too_large``
+(over API Gateway's 10 MiB), 408 ``request_timeout`` (the body did not arrive within
+:data:`BODY_TIMEOUT_S`), 400 ``validation_error`` (not valid HTTP: a bad ``Content-Length``,
+headers over :data:`HEADER_BYTES`), 500 ``internal_error``. Idle keep-alive connections close
+after :data:`KEEP_ALIVE_S`.
 """
 
+import asyncio
 import base64
 import contextlib
 import io
 import os
-import re
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import import_module
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
-from haki_aws.errors import CONTENT_TYPE, error_body
+import h11
+import uvicorn
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route as WebRoute
+from starlette.types import Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.supervisors import Multiprocess
+
+from haki.errors import HakiError, PayloadTooLarge
+from haki.settings import get_settings
+from haki_aws.errors import CONTENT_TYPE, INTERNAL_MESSAGE, error_body
 from haki_aws.routes import ROUTES, Route
+from haki_local.console import PREFIX, Console
 
-#: API Gateway's own payload limit; the handlers apply the contract's smaller one.
+#: API Gateway's own payload limit; the handlers apply the contract's smaller ones.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
+#: How long a request body may take to arrive once its headers are in.
+BODY_TIMEOUT_S = 30.0
+#: How long an idle keep-alive connection stays open (uvicorn's ``timeout_keep_alive``).
+KEEP_ALIVE_S = 5
+#: Largest request line plus headers (h11's incomplete-event limit; API Gateway's is 10 KiB).
+HEADER_BYTES = 16 * 1024
+#: How long a stopping worker waits for the requests in flight.
+SHUTDOWN_S = 20
 STAGE = "local"
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
@@ -49,19 +80,9 @@ class LambdaContext:
         return 30_000
 
 
-@dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-def _pattern(route: Route) -> re.Pattern[str]:
-    parts = re.split(r"(\{[a-z_]+\})", route.path)
-    regex = "".join(
-        f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts
-    )
-    return re.compile(f"^{regex}$")
+class RequestTimeout(HakiError):
+    code = "request_timeout"
+    status = 408
 
 
 def load_handlers(routes: tuple[Route, ...] = ROUTES) -> dict[str, Handler]:
@@ -69,67 +90,30 @@ def load_handlers(routes: tuple[Route, ...] = ROUTES) -> dict[str, Handler]:
     return {r.function: import_module(f"functions.{r.function}.app").handler for r in routes}
 
 
-class LocalGateway:
-    """Matches a request to a route, builds its proxy event and calls the handler."""
-
-    def __init__(self, handlers: Mapping[str, Handler], routes: tuple[Route, ...] = ROUTES):
-        self._routes = [(route, _pattern(route)) for route in routes]
-        self._handlers = handlers
-        self._lock = threading.Lock()
-
-    def dispatch(
-        self, method: str, target: str, headers: Mapping[str, str], body: bytes
-    ) -> Reply:
-        url = urlsplit(target)
-        path = url.path.rstrip("/") or "/"
-        request_id = str(uuid.uuid4())
-        allowed: list[str] = []
-        for route, pattern in self._routes:
-            match = pattern.match(path)
-            if match and route.method == method:
-                event = proxy_event(route, path, url.query, headers, body, match.groupdict(),
-                                    request_id)
-                context = LambdaContext(f"haki-{route.function}", request_id)
-                with self._lock, contextlib.redirect_stdout(io.StringIO()):
-                    result = self._handlers[route.function](event, context)
-                return _reply(result, request_id)
-            if match:
-                allowed.append(route.method)
-        headers_out = {"Content-Type": CONTENT_TYPE, "x-amzn-RequestId": request_id}
-        if allowed:
-            return Reply(
-                HTTPStatus.METHOD_NOT_ALLOWED, {**headers_out, "Allow": ", ".join(allowed)},
-                error_body("method_not_allowed",
-                           f"{method} is not allowed on {path}; use {', '.join(allowed)}").encode())
-        return Reply(HTTPStatus.NOT_FOUND, headers_out,
-                     error_body("not_found", f"no route for {method} {path}").encode())
+def error_response(status: int, code: str, message: str,
+                   headers: Mapping[str, str] | None = None) -> Response:
+    return Response(error_body(code, message), status, headers, media_type=CONTENT_TYPE)
 
 
-def proxy_event(
-    route: Route,
-    path: str,
-    query: str,
-    headers: Mapping[str, str],
-    body: bytes,
-    path_params: Mapping[str, str],
-    request_id: str,
-) -> dict[str, Any]:
+def proxy_event(route: Route, request: Request, body: bytes, request_id: str) -> dict[str, Any]:
     """An API Gateway REST (v1) proxy event, as the deployed integration sends it."""
-    multi_query = parse_qs(query, keep_blank_values=True)
+    multi_headers = _grouped(request.headers.items())
+    multi_query = _grouped(request.query_params.multi_items())
     try:
         text: str | None = body.decode("utf-8") if body else None
         is_base64 = False
     except UnicodeDecodeError:
         text, is_base64 = base64.b64encode(body).decode("ascii"), True
+    path = request.url.path
     return {
         "resource": route.path,
         "path": path,
         "httpMethod": route.method,
-        "headers": dict(headers) or None,
-        "multiValueHeaders": {k: [v] for k, v in headers.items()} or None,
+        "headers": {k: v[-1] for k, v in multi_headers.items()} or None,
+        "multiValueHeaders": multi_headers or None,
         "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
         "multiValueQueryStringParameters": multi_query or None,
-        "pathParameters": {k: unquote(v) for k, v in path_params.items()} or None,
+        "pathParameters": dict(request.path_params) or None,
         "stageVariables": None,
         "requestContext": {
             "resourcePath": route.path,
@@ -138,100 +122,160 @@ def proxy_event(
             "stage": STAGE,
             "requestId": request_id,
             "requestTimeEpoch": int(time.time() * 1000),
-            "identity": {"sourceIp": "127.0.0.1"},
+            "identity": {"sourceIp": request.client.host if request.client else "127.0.0.1"},
         },
         "body": text,
         "isBase64Encoded": is_base64,
     }
 
 
-def _reply(result: Mapping[str, Any], request_id: str) -> Reply:
+def _grouped(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    grouped: dict[str, list[str]] = {}
+    for name, value in pairs:
+        grouped.setdefault(name, []).append(value)
+    return grouped
+
+
+def proxy_response(result: Mapping[str, Any], request_id: str) -> Response:
+    """The HTTP response of a handler's proxy result."""
     headers = {k: str(v) for k, v in (result.get("headers") or {}).items()}
     for name, values in (result.get("multiValueHeaders") or {}).items():
         headers[name] = ", ".join(str(v) for v in values)
     headers["x-amzn-RequestId"] = request_id
-    # Which worker process served it (``haki_local.workers``): local runs only.
+    # Which worker process served it: local runs only.
     headers["X-Haki-Worker"] = str(os.getpid())
     body = result.get("body") or ""
     payload = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode("utf-8")
-    return Reply(int(result["statusCode"]), headers, payload)
+    return Response(payload, int(result["statusCode"]), headers)
 
 
-def _content_length(header: str | None) -> int | None:
-    """The body length a request announces: 0 when absent, ``None`` when not a plain
-    non-negative integer (a negative length would make the server read until the client
-    closes)."""
-    if header is None or header.strip() == "":
-        return 0
-    text = header.strip()
-    return int(text) if text.isascii() and text.isdigit() and len(text) <= 12 else None
+async def read_body(request: Request, timeout_s: float) -> bytes:
+    """The request body, refused over API Gateway's limit or when it is too slow to arrive."""
+    too_large = PayloadTooLarge(f"the request body is over {MAX_PAYLOAD_BYTES} bytes")
+    if int(request.headers.get("content-length") or 0) > MAX_PAYLOAD_BYTES:  # h11 checked it
+        raise too_large
+    body = bytearray()
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_PAYLOAD_BYTES:
+                    raise too_large
+    except TimeoutError:
+        raise RequestTimeout(f"the request body did not arrive within {timeout_s:g} s") from None
+    return bytes(body)
 
 
-def _refused(status: HTTPStatus, message: str) -> Reply:
-    """A request refused before it reaches the gateway (what API Gateway itself would do)."""
-    return Reply(status, {"Content-Type": CONTENT_TYPE},
-                 error_body("validation_error", message).encode())
+@dataclass(frozen=True)
+class Resource:
+    """The ASGI endpoint of one API Gateway resource path: each method of ``routes`` is
+    dispatched to its handler, any other is a 405 (the route table's methods, not Starlette's
+    GET and HEAD)."""
+
+    routes: Mapping[str, Route]
+    dispatch: Callable[[Route, Request], Awaitable[Response]]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        route = self.routes.get(request.method)
+        if route is None:
+            raise HTTPException(405, headers={"Allow": ", ".join(self.routes)})
+        response = await self.dispatch(route, request)
+        await response(scope, receive, send)
 
 
-#: A local page mounted beside the API (the trace console): it answers the requests of its
-#: own paths and returns ``None`` for every other, which the gateway then serves.
-Mount = Callable[[str, str, Mapping[str, str]], Reply | None]
+def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
+               body_timeout_s: float = BODY_TIMEOUT_S) -> Starlette:
+    """The ASGI app serving ``handlers`` (by function name) on their routes, and ``console``."""
+    lock = asyncio.Lock()
+
+    def call(handler: Handler, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return handler(event, context)
+
+    async def dispatch(route: Route, request: Request) -> Response:
+        body = await read_body(request, body_timeout_s)
+        request_id = str(uuid.uuid4())
+        event = proxy_event(route, request, body, request_id)
+        context = LambdaContext(f"haki-{route.function}", request_id)
+        async with lock:
+            result = await run_in_threadpool(call, handlers[route.function], event, context)
+        return proxy_response(result, request_id)
+
+    resources: dict[str, dict[str, Route]] = {}
+    for route in ROUTES:
+        resources.setdefault(route.path, {})[route.method] = route
+    routes = [WebRoute(path, Resource(methods, dispatch)) for path, methods in resources.items()]
+    if console is not None:
+        async def console_page(request: Request) -> Response:
+            return await run_in_threadpool(console.handle, request.url.path,
+                                           request.url.query, request.headers)
+
+        routes += [WebRoute(PREFIX, console_page), WebRoute(PREFIX + "/{rest:path}", console_page)]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if console is not None:
+            console.close()
+
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={
+        HakiError: _contract_error, HTTPException: _http_error, Exception: _internal_error})
 
 
-def serve_on(sock: socket.socket, gateway: LocalGateway,
-             mounts: tuple[Mount, ...] = ()) -> ThreadingHTTPServer:
-    """An HTTP server accepting from an already listening ``sock`` (a worker's)."""
-    server = ThreadingHTTPServer(sock.getsockname(), _request_handler(gateway, mounts),
-                                 bind_and_activate=False)
-    server.socket.close()
-    server.socket = sock
-    server.daemon_threads = True
-    return server
+async def _contract_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HakiError)
+    return error_response(error.status, error.code, error.message)
 
 
-def _request_handler(gateway: LocalGateway,
-                     mounts: tuple[Mount, ...] = ()) -> type[BaseHTTPRequestHandler]:
-    """The request handler class feeding ``mounts``, then ``gateway``."""
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Starlette's refusals: no route (404), a method no route of the path serves (405)."""
+    assert isinstance(error, HTTPException)
+    target = f"{request.method} {request.url.path}"
+    if error.status_code == 404:
+        return error_response(404, "not_found", f"no route for {target}")
+    if error.status_code == 405:
+        allowed = (error.headers or {}).get("Allow", "")
+        return error_response(405, "method_not_allowed", f"{target} is not allowed; use {allowed}",
+                              error.headers)
+    return error_response(error.status_code, "validation_error", error.detail, error.headers)
 
-    class RequestHandler(BaseHTTPRequestHandler):
-        server_version = "haki-local"
-        # A buffered writer, flushed once a response is complete (``handle_one_request``), so
-        # the status line, headers and body leave in one send; Nagle off, as the standard
-        # library advises for a buffered writer: a body larger than the buffer goes at once.
-        wbufsize = -1
-        disable_nagle_algorithm = True
 
-        def _serve(self) -> None:
-            length = _content_length(self.headers.get("Content-Length"))
-            if length is None:
-                reply = _refused(HTTPStatus.BAD_REQUEST, "invalid Content-Length header")
-                self.close_connection = True
-            elif length > MAX_PAYLOAD_BYTES:
-                reply = _refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload too large")
-                self.close_connection = True
-            else:
-                body = self.rfile.read(length) if length else b""
-                headers = dict(self.headers.items())
-                reply = next((r for mount in mounts
-                              if (r := mount(self.command, self.path, headers)) is not None),
-                             None) or gateway.dispatch(self.command, self.path, headers, body)
-            self.send_response(reply.status)
-            for name, value in reply.headers.items():
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(reply.body)
+async def _internal_error(request: Request, error: Exception) -> Response:
+    """A 500 that says nothing about the cause (uvicorn logs it)."""
+    return error_response(500, "internal_error", INTERNAL_MESSAGE)
 
-        def __getattr__(self, name: str) -> Any:
-            """Every method (``do_GET``, ``do_TRACE``, ``do_QUERY``…) reaches the gateway, which
-            answers 405 + Allow on a known path — the standard library would answer one it has
-            no ``do_`` for with an HTML 501."""
-            if name.startswith("do_"):
-                return self._serve
-            raise AttributeError(name)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Access log lines are left to the handlers' structured logs."""
+def local_app() -> Starlette:
+    """uvicorn's factory, called in each worker process: the real handlers and the console."""
+    return create_app(load_handlers(), Console(get_settings()))
 
-    return RequestHandler
+
+class ContractH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, answering a request that is not valid HTTP in the error
+    contract rather than in plain text."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = error_body("validation_error", "invalid HTTP request (request line, headers "
+                                              "or Content-Length)").encode()
+        head = [(b"content-type", CONTENT_TYPE.encode()),
+                (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        for event in (h11.Response(status_code=400, headers=head), h11.Data(data=body),
+                      h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
+
+
+def supervisor(sock: socket.socket, workers: int) -> Multiprocess:
+    """uvicorn's supervisor of ``workers`` fresh processes serving :func:`local_app` on
+    ``sock`` (spawned, not forked: onnxruntime's threads and open connections do not survive
+    a fork); it restarts a worker that dies. Its ``run()`` returns on SIGINT or SIGTERM."""
+    config = uvicorn.Config(
+        f"{__name__}:local_app", factory=True, workers=workers,
+        http=f"{__name__}:ContractH11Protocol", ws="none", proxy_headers=False,
+        access_log=False, log_level="warning", timeout_keep_alive=KEEP_ALIVE_S,
+        h11_max_incomplete_event_size=HEADER_BYTES, timeout_graceful_shutdown=SHUTDOWN_S,
+        # The supervisor restarts a worker that leaves its ping unanswered this long; importing
+        # the handlers and loading the model can hold the interpreter for seconds.
+        timeout_worker_healthcheck=30)
+    return Multiprocess(config, sockets=[sock])

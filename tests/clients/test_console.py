@@ -14,6 +14,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from email.message import Message
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -34,7 +35,7 @@ WINDOW = (1500, 1900)
 @dataclass
 class Answer:
     status: int
-    headers: dict[str, str]
+    headers: Message  # looked up by name in any case
     body: bytes
 
     def json(self) -> dict:
@@ -46,9 +47,9 @@ def get(url: str, key: str | None = None, method: str = "GET") -> Answer:
     request = urllib.request.Request(url, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return Answer(response.status, dict(response.headers), response.read())
+            return Answer(response.status, response.headers, response.read())
     except urllib.error.HTTPError as error:
-        return Answer(error.code, dict(error.headers), error.read())
+        return Answer(error.code, error.headers, error.read())
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ def run_cli(data_dir: Path, *args: str) -> str:
 class Reply:
     status: int
     json: Any
-    headers: dict[str, str]
+    #: Looked up by name in any case, as HTTP header names are.
+    headers: Message
 
 
 class Client:
@@ -56,10 +58,9 @@ class Client:
                                          headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=60) as response:
-                return Reply(response.status, json.loads(response.read()),
-                             dict(response.headers))
+                return Reply(response.status, json.loads(response.read()), response.headers)
         except urllib.error.HTTPError as error:
-            return Reply(error.code, json.loads(error.read()), dict(error.headers))
+            return Reply(error.code, json.loads(error.read()), error.headers)
 
 
 @pytest.fixture(scope="session")

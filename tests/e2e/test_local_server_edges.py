@@ -1,40 +1,70 @@
-"""The local server's own edges over real sockets: a known path with the wrong method, bad
-``Content-Length`` headers, and the loopback-only default."""
+"""The edges of ``haki serve`` over real HTTP: what the server refuses before a handler runs
+(an unknown path, a known path with another method, a body over API Gateway's limit, a bad
+``Content-Length``) and what the handler refuses (a body that is not JSON) — every one in the
+JSON error contract, never HTML — and the loopback-only default."""
 
-import socket
+import http.client
+import json
 import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from haki_local.server import MAX_PAYLOAD_BYTES
 from tests.e2e.conftest import Client, Server, haki_env
 
 
-def _raw(server: Server, request: bytes) -> bytes:
+def _contract_error(status: int, content_type: str | None, body: bytes) -> tuple[int, str]:
+    """(status, code) of an answer that must be the error contract's JSON."""
+    assert content_type == "application/json", body[:200]
+    error = json.loads(body)
+    assert set(error) == {"error"} and set(error["error"]) == {"code", "message"}
+    return status, error["error"]["code"]
+
+
+def _send(server: Server, path: str, headers: dict[str, str | bytes]) -> tuple[int, str]:
+    """A POST whose headers (``Content-Length`` included) are sent as given, with a
+    two-byte body."""
     url = urlsplit(server.url)
-    with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
-        conn.sendall(request)
-        chunks = []
-        while chunk := conn.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    try:
+        conn.putrequest("POST", path, skip_accept_encoding=True)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders(b"{}")
+        reply = conn.getresponse()
+        return _contract_error(reply.status, reply.headers["Content-Type"], reply.read())
+    finally:
+        conn.close()
 
 
-def test_wrong_method_on_a_known_path_is_405_with_allow(client: Client, server: Server) -> None:
-    reply = client.request("GET", "/v1/context", key=server.key)
-    assert reply.status == 405
-    assert reply.headers["Allow"] == "POST"
-    assert reply.json["error"]["code"] == "method_not_allowed"
+def test_unknown_path_and_wrong_method_are_json(client: Client, server: Server) -> None:
+    missing = client.request("GET", "/v1/nothing-here", key=server.key)
+    assert (missing.status, missing.json["error"]["code"]) == (404, "not_found")
+    assert missing.headers["Content-Type"] == "application/json"
+    wrong = client.request("GET", "/v1/context", key=server.key)
+    assert (wrong.status, wrong.json["error"]["code"]) == (405, "method_not_allowed")
+    assert wrong.headers["Allow"] == "POST"
+    other = client.request("DELETE", "/v1/facts", key=server.key)
+    assert other.status == 405 and {"GET", "POST"} <= set(other.headers["Allow"].split(", "))
+
+
+def test_a_body_that_is_not_json_is_refused_by_the_handler_in_json(
+        client: Client, server: Server) -> None:
+    reply = client.request("POST", "/v1/events", key=server.key, raw=b'{"events": [')
+    assert (reply.status, reply.json["error"]["code"]) == (422, "validation_error")
+
+
+def test_a_body_over_api_gateways_limit_is_413(server: Server) -> None:
+    announced = {"Content-Type": "application/json", "Authorization": f"Bearer {server.key}",
+                 "Content-Length": str(MAX_PAYLOAD_BYTES + 1)}
+    assert _send(server, "/v1/events", announced) == (413, "payload_too_large")
 
 
 def test_negative_or_garbage_content_length_is_400_and_never_hangs(server: Server) -> None:
-    for length in (b"-5", b"12abc", b"\xc2\xb2"):
-        response = _raw(server, b"POST /v1/context HTTP/1.1\r\nHost: x\r\n"
-                                b"Content-Type: application/json\r\nContent-Length: " + length
-                        + b"\r\n\r\n{}")
-        head, _, body = response.partition(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.0 400") or head.startswith(b"HTTP/1.1 400"), head
-        assert b'"validation_error"' in body
+    for length in ("-5", "12abc", b"\xc2\xb2"):
+        assert _send(server, "/v1/context", {"Content-Length": length}) == (
+            400, "validation_error"), length
 
 
 def test_a_non_loopback_host_is_refused_without_allow_remote(tmp_path: Path) -> None:

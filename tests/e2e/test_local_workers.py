@@ -1,5 +1,5 @@
-"""The local API serves requests in parallel: several worker processes accept from one
-socket (``haki_local.workers``), and concurrent callers are served by more than one."""
+"""The local API serves requests in parallel: ``haki serve`` runs several worker processes on
+one socket (one per core by default), and concurrent callers are served by more than one."""
 
 import re
 from concurrent.futures import ThreadPoolExecutor

@@ -3,8 +3,10 @@
 Starts the embedded PostgreSQL (data kept under ``.haki/``), applies migrations, loads the
 demo data set once, creates or reuses a dev API key for the demo project (the clear key is
 kept in ``.haki/dev-key``, mode 0600, since the database holds only its hash), then serves the
-real Lambda handlers on 127.0.0.1 through the local API Gateway adapter and prints the URL,
-the key and a ready ``curl`` for each endpoint. Ctrl-C stops the server and the database.
+real Lambda handlers on 127.0.0.1 (:mod:`haki_local.server`: uvicorn worker processes, one per
+core up to 4 unless ``--workers`` says otherwise; ``--port 0`` picks a free port) and, once a
+first context call has been served, prints the URL, the key and a ready ``curl`` for each
+endpoint. Ctrl-C (or SIGTERM) stops the server and the database.
 """
 
 import argparse
@@ -12,14 +14,13 @@ import ipaddress
 import json
 import os
 import shlex
-import signal
-import subprocess
+import socket
 import sys
-import time
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import FrameType
+from typing import TYPE_CHECKING
 
 from haki.db import Database, Role, database_url
 from haki.db.migrate import apply_migrations
@@ -28,6 +29,9 @@ from haki.errors import Unauthorized, ValidationFailed
 from haki.keys import authenticate, create_key
 from haki.settings import Settings, get_settings
 from haki_local.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
+
+if TYPE_CHECKING:
+    from uvicorn.supervisors import Multiprocess
 
 DEFAULT_PORT = 8787
 DEV_KEY_FILE = "dev-key"
@@ -81,6 +85,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def default_workers() -> int:
+    """One worker per core, at most four (each holds its own ~250 MiB embedder)."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
 def _serve(args: argparse.Namespace) -> int:
     if not is_loopback(args.host):
         if not args.allow_remote:
@@ -90,11 +99,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"WARNING: the local API listens on {args.host}, reachable from other machines, "
               "with the dev key printed below. Use it only on a network you trust.",
               file=sys.stderr, flush=True)
-    # Imported here: the workers import the Lambda handlers (Powertools), which the rest of
-    # the CLI does not need.
-    from haki_local import workers
-
-    args.workers = args.workers or workers.default_workers()
+    args.workers = args.workers or default_workers()
     if args.workers < 1:
         raise ValidationFailed("--workers must be at least 1")
     settings = get_settings()
@@ -111,51 +116,42 @@ def _serve(args: argparse.Namespace) -> int:
     owner.close()
     app.close()
 
-    sock = workers.listen(args.host, args.port)
-    url = f"http://{args.host}:{sock.getsockname()[1]}"
-    _stop_on_signals()
-    started = workers.spawn(sock, args.workers)
-    try:
-        trace_id = _first_call(url, key)
-        print(_banner(url, key, trace_id, len(started)), flush=True)
-        _wait_for_any(started)
-        print("a worker stopped unexpectedly; stopping", file=sys.stderr)
+    # Imported here: the server imports uvicorn and the console, which the rest of the CLI
+    # does not need (the workers import the Lambda handlers themselves).
+    from uvicorn.config import STARTUP_FAILURE
+
+    from haki_local.server import supervisor
+
+    with socket.create_server((args.host, args.port)) as sock:
+        url = f"http://{args.host}:{sock.getsockname()[1]}"
+        workers = supervisor(sock, args.workers)  # from here on, Ctrl-C and SIGTERM stop it
+        failed = threading.Event()
+        threading.Thread(target=_announce, args=(url, key, workers, failed), daemon=True).start()
+        workers.run()
+    if failed.is_set() or any(p.exitcode == STARTUP_FAILURE for p in workers.processes):
+        print("the local API did not start; stopped", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("\nstopping", file=sys.stderr)
-        return 0
-    finally:
-        workers.stop(started)
-        sock.close()
+    print("\nstopped", file=sys.stderr)
+    return 0
 
 
-def _first_call(url: str, key: str) -> str:
-    """One context call through a worker (it loads the model), for the banner's inspect."""
+def _announce(url: str, key: str, workers: "Multiprocess", failed: threading.Event) -> None:
+    """Once a worker answers one context call (it loads the model), print the banner with the
+    call's trace id for its inspect example; if none answers, stop the workers."""
     request = urllib.request.Request(
         f"{url}/v1/context", data=json.dumps(_demo_request()).encode(), method="POST",
         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
-            return str(json.loads(response.read()).get("trace_id", "<trace_id>"))
+            trace_id = str(json.loads(response.read()).get("trace_id", "<trace_id>"))
     except urllib.error.HTTPError as error:
-        return f"<trace_id: the first call answered {error.code}>"
-
-
-def _wait_for_any(started: list[subprocess.Popen[bytes]]) -> None:
-    """Block until a worker exits (Ctrl-C or SIGTERM interrupts the wait)."""
-    while all(worker.poll() is None for worker in started):
-        time.sleep(0.5)
-
-
-def _stop_on_signals() -> None:
-    """Ctrl-C and SIGTERM stop the server cleanly, even when the shell started it in the
-    background with SIGINT ignored."""
-
-    def stop(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+        trace_id = f"<trace_id: the first call answered {error.code}>"
+    except OSError as error:
+        print(f"the local API did not answer: {error}", file=sys.stderr, flush=True)
+        failed.set()
+        workers.should_exit.set()
+        return
+    print(_banner(url, key, trace_id, workers.processes_num), flush=True)
 
 
 def _demo_request() -> dict[str, object]:

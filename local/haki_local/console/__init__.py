@@ -1,5 +1,6 @@
 """The trace console: a read-only web page that ``haki serve`` serves next to the API, on the
-same loopback port, outside ``/v1``.
+same loopback port, outside ``/v1`` (:mod:`haki_local.server` routes ``/console`` and every
+path under it to :meth:`Console.handle`).
 
 * ``GET /console/`` and its static files (``static/``: one HTML page, one script, one style
   sheet; no build step, no framework) need no key and hold no data.
@@ -25,8 +26,10 @@ from dataclasses import asdict
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 from uuid import UUID
+
+from starlette.responses import Response
 
 from haki.assembler.config import RetrievalConfig
 from haki.assembler.render import render_packet
@@ -38,7 +41,6 @@ from haki.keys import KeyIdentity, authenticate
 from haki.settings import Settings
 from haki_aws.errors import error_body
 from haki_local.baselines import SeedConfig
-from haki_local.server import Reply
 
 PREFIX = "/console"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -64,7 +66,7 @@ class ConsoleError(HakiError):
 
 
 class Console:
-    """Answers ``/console`` requests; :meth:`handle` returns ``None`` for any other path."""
+    """Answers the requests of ``/console`` and of the paths under it."""
 
     def __init__(self, settings: Settings, db: Database | None = None) -> None:
         self._settings = settings
@@ -82,36 +84,30 @@ class Console:
             "weights": {"similarity": seed.weight_similarity,
                         "text_rank": seed.weight_text, "recency": seed.weight_recency}}
 
-    def handle(self, method: str, target: str,
-               headers: Mapping[str, str]) -> Reply | None:
-        url = urlsplit(target)
-        if url.path != PREFIX and not url.path.startswith(PREFIX + "/"):
-            return None
-        path = url.path[len(PREFIX):]
+    def handle(self, path: str, query: str, headers: Mapping[str, str]) -> Response:
+        """The answer to a GET of ``path`` (``/console`` or below) with ``query`` (the server
+        refuses every other method: the console is read-only)."""
+        path = path[len(PREFIX):]
         if path == "":
-            return Reply(HTTPStatus.MOVED_PERMANENTLY,
-                         {"Location": PREFIX + "/", **SECURITY_HEADERS}, b"")
-        if method != "GET":
-            return self._error(ConsoleError("method_not_allowed", 405,
-                                            "the console is read-only: GET only"),
-                               {"Allow": "GET"})
+            return Response(b"", HTTPStatus.MOVED_PERMANENTLY,
+                            {"Location": PREFIX + "/", **SECURITY_HEADERS})
         try:
             if path.startswith("/api/"):
                 with self._lock:  # one database handle per worker process
-                    return self._json(self._api(path, parse_qs(url.query), headers))
+                    return self._json(self._api(path, parse_qs(query), headers))
             return self._static(path[1:])
         except HakiError as error:
             return self._error(error)
 
     # ------------------------------------------------------------------ static
 
-    def _static(self, name: str) -> Reply:
+    def _static(self, name: str) -> Response:
         file = FILES.get(name)
         if file is None:
             raise ConsoleError("not_found", 404, f"no console file {name!r}")
         kind = mimetypes.guess_type(file)[0] or "application/octet-stream"
-        return Reply(HTTPStatus.OK, {"Content-Type": f"{kind}; charset=utf-8",
-                                     **SECURITY_HEADERS}, (STATIC / file).read_bytes())
+        return Response((STATIC / file).read_bytes(), HTTPStatus.OK,
+                        {"Content-Type": f"{kind}; charset=utf-8", **SECURITY_HEADERS})
 
     # ------------------------------------------------------------------ API
 
@@ -167,15 +163,14 @@ class Console:
     # ------------------------------------------------------------------ answers
 
     @staticmethod
-    def _json(body: dict[str, Any]) -> Reply:
-        return Reply(HTTPStatus.OK, {"Content-Type": "application/json", **SECURITY_HEADERS},
-                     json.dumps(body, ensure_ascii=False).encode("utf-8"))
+    def _json(body: dict[str, Any]) -> Response:
+        return Response(json.dumps(body, ensure_ascii=False).encode("utf-8"), HTTPStatus.OK,
+                        {"Content-Type": "application/json", **SECURITY_HEADERS})
 
     @staticmethod
-    def _error(error: HakiError, extra: Mapping[str, str] | None = None,
-               ) -> Reply:
-        headers = {"Content-Type": "application/json", **SECURITY_HEADERS, **(extra or {})}
-        return Reply(error.status, headers, error_body(error.code, error.message).encode())
+    def _error(error: HakiError) -> Response:
+        headers = {"Content-Type": "application/json", **SECURITY_HEADERS}
+        return Response(error_body(error.code, error.message).encode(), error.status, headers)
 
     def close(self) -> None:
         if self._db is not None:
