@@ -1,4 +1,4 @@
-"""scripts/realtalk_to_eval.py on a tiny hand-written chat (tests/data/realtalk_tiny): turns
+"""scripts/realtalk_to_eval.py on a tiny hand-written chat (scripts/tests/data/realtalk_tiny): turns
 become events at their own time, loose evidence is resolved or dropped and counted, and the
 output is a labelled set ``haki eval`` reads."""
 
@@ -14,7 +14,7 @@ import pytest
 from haki.evaluation import load_labelled_set
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests" / "data" / "realtalk_tiny"
+FIXTURE = Path(__file__).resolve().parent / "data" / "realtalk_tiny"
 SUBJECT = "chat-1-ana-ben"
 
 
