@@ -13,10 +13,12 @@ import itertools
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg
 import pytest
@@ -31,6 +33,7 @@ from haki.keys import tenant_keys
 from haki.settings import Settings
 
 _db_names = itertools.count()
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -231,3 +234,15 @@ def acting_as_tenant(owner_url: str, project_id: str) -> Iterator[str]:
         owner.close()
     with acting_for(key_hash):
         yield key_hash
+
+
+def eventually(condition: Callable[[], T], what: str, timeout_s: float = 60.0) -> T:
+    """Poll ``condition`` until it gives a true value, and return that value; fail, naming
+    ``what``, if it has not after ``timeout_s`` (a deadline for a stuck test, generous on a
+    loaded machine: never a bound on how fast the product is)."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not after {timeout_s:.0f} s")
+        time.sleep(0.05)
+    return result

@@ -5,7 +5,6 @@ its own: the reconciler looks at every scope of the tables, and its indexes must
 other tests."""
 
 import json
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -32,7 +31,7 @@ from haki.db.scope_indexes import (
 from haki.models import ContextRequest
 from haki.settings import Settings, get_settings
 from haki_local.cli import main
-from tests.conftest import acting_as_tenant
+from tests.conftest import acting_as_tenant, eventually
 
 #: A subject id that must travel as a quoted literal, never as SQL.
 ODD = "o'brien; DROP TABLE facts; --"
@@ -220,10 +219,8 @@ def test_the_nearest_facts_function_plans_each_call_with_its_scope(
                     assert conn.execute(routines.NEAREST_FACTS.call, params).fetchall()
     finally:
         db.close()
-    deadline = time.monotonic() + 10.0
-    while (after := _index_scans(urls[Role.OWNER], [own, table])) == before:
-        assert time.monotonic() < deadline, "no index scan was counted"
-        time.sleep(0.1)
+    after = eventually(lambda: (scans := _index_scans(urls[Role.OWNER], [own, table])) != before
+                       and scans, "an index scan counted")
     assert after[own] - before[own] == 8
     assert after[table] - before[table] == 8
 

@@ -24,7 +24,7 @@ from haki.memory.forget import RECEIPT_COUNTS, forget
 from haki.memory.store import lock_scopes
 from haki.validation import parse
 from tests.conftest import tenant_thread
-from tests.integration.conftest import Writes, unit_vector
+from tests.integration.conftest import Writes, unit_vector, wait_until_blocked_by
 
 
 def _tables_with(owner: psycopg.Connection, column: str) -> list[str]:
@@ -249,9 +249,9 @@ def test_an_erasure_waits_for_a_write_in_flight_and_erases_it_too(
             "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
             "VALUES (%s, 'alice', 'city', '\"Lyon\"', %s)", (writes.project_id, unit_vector(2)))
         thread.start()
-        thread.join(timeout=3)
-        assert thread.is_alive(), "the erasure did not wait for the write in flight"
+        wait_until_blocked_by(writer, db_urls[Role.OWNER], thread,
+                              "the erasure did not wait for the write in flight")
         writer.execute("COMMIT")
-    thread.join(timeout=30)
+    thread.join(timeout=60)
     assert answers[0]["facts"] == 1
     assert writes.count("facts") == 0
