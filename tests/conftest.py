@@ -147,7 +147,7 @@ def fresh_database(pg_superuser_url: str) -> Callable[[], dict[Role, str]]:
 
 @pytest.fixture(scope="session")
 def db_urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
-    """The session's migrated database: URL per role."""
+    """The test run's migrated database: URL per role."""
     urls = fresh_database()
     apply_migrations(urls[Role.OWNER])
     return urls
