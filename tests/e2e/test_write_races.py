@@ -7,7 +7,6 @@ both at once must store each event once, and two writers of one (subject, predic
 never both find "no active fact".
 """
 
-import re
 import threading
 import time
 import uuid
@@ -21,7 +20,7 @@ import pytest
 from haki.db import Role
 from haki.db.connection import DATABASE_NAME, connect, embedded_role_url
 from haki.db.embedded import start_embedded
-from tests.e2e.conftest import Client, Reply, Server, run_cli, start_server, stop_server
+from tests.e2e.conftest import Client, Reply, Server, create_key, start_server, stop_server
 
 ROUNDS = 5
 
@@ -40,9 +39,7 @@ def pair(server_data_dir: Callable[[str], Path]) -> Iterator[tuple[Path, Server,
 
 @pytest.fixture(scope="module")
 def key(pair: tuple[Path, Server, Server]) -> str:
-    created = run_cli(pair[0], "keys", "create", "--org", "race", "--project", "race",
-                      "--create-project")
-    return re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
+    return create_key(pair[0], "race", "race", "--create-project")[0]
 
 
 @pytest.fixture(scope="module")

@@ -224,9 +224,12 @@ class Writes:
         assert row is not None
         return int(row[0])
 
-    def row(self, table: str, row_id: uuid.UUID) -> dict[str, Any] | None:
+    def row(self, table: str, row_id: uuid.UUID) -> dict[str, Any]:
+        """The row of ``table`` with id ``row_id`` (as the owner); there must be one."""
         cursor = self.owner.cursor(row_factory=psycopg.rows.dict_row)
-        return cursor.execute(f"SELECT * FROM {table} WHERE id = %s", (row_id,)).fetchone()
+        row = cursor.execute(f"SELECT * FROM {table} WHERE id = %s", (row_id,)).fetchone()
+        assert row is not None, f"no row {row_id} in {table}"
+        return row
 
 
 @pytest.fixture

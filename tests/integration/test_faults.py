@@ -42,7 +42,7 @@ def test_connection_killed_before_the_trace_write_serves_nothing_and_writes_noth
 
     def killed_first(conn: psycopg.Connection, *args: object, **kwargs: object) -> None:
         owner_conn.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
-        original(conn, *args, **kwargs)  # type: ignore[arg-type]
+        original(conn, *args, **kwargs)
 
     monkeypatch.setattr(assemble_module, "write_trace", killed_first)
     with pytest.raises(ServiceUnavailable):

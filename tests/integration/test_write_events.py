@@ -5,6 +5,7 @@ import math
 import threading
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 import pytest
@@ -242,10 +243,11 @@ def test_nesting_up_to_the_limit_is_stored(writes: Writes) -> None:
 def test_an_event_without_its_subject_is_missing_its_scope(
     writes: Writes, subject: dict[str, object]
 ) -> None:
-    body = {"project_id": writes.project_id,
-            "events": [{"subject_id": "alice", "kind": "k"}, {"kind": "k", **subject}]}
+    body: dict[str, Any] = {
+        "project_id": writes.project_id,
+        "events": [{"subject_id": "alice", "kind": "k"}, {"kind": "k", **subject}]}
     if subject["subject_id"] is None:
-        del body["events"][1]["subject_id"]  # type: ignore[index]
+        del body["events"][1]["subject_id"]
     with pytest.raises(MissingScope, match=r"^events\[1\]: field 'subject_id'"):
         parse(EventsRequest, body)
     with pytest.raises(MissingScope, match=r"^field 'project_id'"):

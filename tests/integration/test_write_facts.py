@@ -151,7 +151,7 @@ def test_supersedes_id_must_be_the_active_fact_of_the_key(
     assert not_ours.value.message.replace(str(foreign.id), "?") == \
         not_there.value.message.replace(str(unknown), "?")
     assert writes.count("facts") == 3
-    assert other_project.row("facts", foreign.id)["status"] == "active"  # type: ignore[index]
+    assert other_project.row("facts", foreign.id)["status"] == "active"
 
 
 def test_a_fact_of_an_open_conflict_cannot_be_superseded(writes: Writes) -> None:
@@ -170,7 +170,7 @@ def test_source_events_must_be_of_the_same_scope(
     theirs = Writes(app_db, embedder, writes.project_id + "-b", owner_conn).events(
         {}).events[0].id
     ok = writes.fact("lang", "fr", source_event_ids=[str(mine)])
-    assert writes.row("facts", ok.id)["source_event_ids"] == [mine]  # type: ignore[index]
+    assert writes.row("facts", ok.id)["source_event_ids"] == [mine]
     for wrong in (bobs, theirs, uuid.uuid4()):
         with pytest.raises(UnknownReference,
                            match=rf"facts\[1\]: field 'source_event_ids.1': no event {wrong}"):
