@@ -19,6 +19,25 @@ run: install model
 test: install model lint audit clients-deps browser
 	$(PY) -m pytest
 
+# The tests by cost: each test has one tier (set by folder in tests/conftest.py, named in
+# pyproject.toml's markers); `make test` runs every tier.
+#   test-unit     no database, no model, no server   test-db       the embedded PostgreSQL
+#   test-model    the real embedder (and database)   test-http     a real local server, SDKs, MCP
+#   test-browser  headless Chromium                  test-infra    the CDK synthesis
+#   test-slow     the large data sets (on top of their tier)
+#   test-fast     all but http, browser, infra and slow: the loop while changing the core
+.PHONY: test-unit test-db test-model test-http test-browser test-infra test-slow test-fast
+test-unit test-infra: install
+	$(PY) -m pytest -m $(@:test-%=%)
+test-db test-model test-slow: install model
+	$(PY) -m pytest -m $(@:test-%=%)
+test-http: install model clients-deps
+	$(PY) -m pytest -m http
+test-browser: install model browser
+	$(PY) -m pytest -m browser
+test-fast: install model
+	$(PY) -m pytest -m "not http and not browser and not infra and not slow"
+
 # The TypeScript SDK's pinned dev dependencies (openapi-typescript, typescript), from its
 # committed lock file; its tests (tests/clients/test_typescript_sdk.py) build and run it.
 TS_SDK := clients/typescript

@@ -1,4 +1,5 @@
-"""Shared fixtures: one embedded PostgreSQL 16 + pgvector per test session.
+"""Shared fixtures: one embedded PostgreSQL 16 + pgvector per test session; and each test's
+tier, by what it costs to run (``TIERS``), for ``make test-unit``, ``make test-fast`` and so on.
 
 The session migrates one fresh database; tests reach it through the runtime role
 (``haki_app``), as production does, and isolate themselves from each other by working in a
@@ -12,10 +13,12 @@ import itertools
 import shutil
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg
 import pytest
@@ -30,6 +33,76 @@ from haki.settings import Settings
 from haki_local.embedded import embedded_role_url, start_embedded, stop_embedded
 
 _db_names = itertools.count()
+T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The tiers, cheapest first (their meanings: the markers of pyproject.toml). Each test carries
+#: the one of the costliest real part it needs; ``slow`` comes on top of a tier.
+TIERS = ("unit", "db", "model", "http", "browser", "infra")
+#: The tier of the tests of a folder...
+TIER_OF_FOLDER = {
+    "tests/unit": "unit",
+    "tests/integration": "db",
+    "tests/handlers": "model",
+    "tests/embedder": "model",
+    "tests/e2e": "http",
+    "tests/clients": "http",
+    "tests/infra": "infra",
+    "benchmarks/tests": "unit",
+    "scripts/tests": "unit",
+}
+#: ...but for the files whose cost differs from their folder's.
+TIER_OF_FILE = {
+    "tests/integration/test_assembler_language.py": "model",
+    "tests/integration/test_assembler_overlap.py": "model",
+    "tests/integration/test_evaluation.py": "model",
+    "tests/integration/test_faults.py": "model",
+    "tests/integration/test_memory_writer.py": "model",
+    "tests/integration/test_write_conflicts.py": "model",
+    "tests/integration/test_write_events.py": "model",
+    "tests/integration/test_write_facts.py": "model",
+    "tests/integration/test_write_forget.py": "model",
+    "tests/integration/test_write_lifecycle.py": "model",
+    "tests/integration/test_write_schema.py": "model",
+    "tests/handlers/test_heap_settled.py": "unit",
+    "tests/clients/test_console.py": "browser",
+    "tests/clients/test_python_models.py": "unit",
+    "tests/clients/test_python_render.py": "unit",
+    "tests/infra/test_migrate_handler.py": "unit",
+    "benchmarks/tests/test_bench_server_restart.py": "db",
+    "benchmarks/tests/test_bench_ingest_smoke.py": "http",
+    "benchmarks/tests/test_load_smoke.py": "http",
+}
+#: Fixtures that start a real part: a test that asks for one is at least of that tier.
+_FIXTURE_TIERS = {"pg_superuser_url": "db", "embedder": "model", "e5": "model"}
+
+
+def tier_of(path: Path) -> str:
+    """The tier of the tests of ``path`` (a test file)."""
+    relative = path.resolve().relative_to(ROOT).as_posix()
+    if relative in TIER_OF_FILE:
+        return TIER_OF_FILE[relative]
+    folder = next((f for f in TIER_OF_FOLDER if relative.startswith(f + "/")), None)
+    if folder is None:
+        raise pytest.UsageError(f"{relative}: no tier; add its folder to TIER_OF_FOLDER "
+                                "in tests/conftest.py")
+    return TIER_OF_FOLDER[folder]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its tier; refuse a tier cheaper than a fixture the test uses."""
+    wrong = set()
+    for item in items:
+        tier = tier_of(item.path)
+        for fixture in set(_FIXTURE_TIERS) & set(getattr(item, "fixturenames", ())):
+            if TIERS.index(_FIXTURE_TIERS[fixture]) > TIERS.index(tier):
+                wrong.add(f"{item.path.relative_to(ROOT)}: tier {tier!r}, but a test uses the "
+                          f"fixture {fixture!r} ({_FIXTURE_TIERS[fixture]!r})")
+        item.add_marker(tier)
+    if wrong:
+        raise pytest.UsageError("\n".join(sorted(wrong)) + "\ngive these files their tier in "
+                                "TIER_OF_FILE (tests/conftest.py)")
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +147,7 @@ def fresh_database(pg_superuser_url: str) -> Callable[[], dict[Role, str]]:
 
 @pytest.fixture(scope="session")
 def db_urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
-    """The session's migrated database: URL per role."""
+    """The test run's migrated database: URL per role."""
     urls = fresh_database()
     apply_migrations(urls[Role.OWNER])
     return urls
@@ -161,3 +234,15 @@ def acting_as_tenant(owner_url: str, project_id: str) -> Iterator[str]:
         owner.close()
     with acting_for(key_hash):
         yield key_hash
+
+
+def eventually(condition: Callable[[], T], what: str, timeout_s: float = 60.0) -> T:
+    """Poll ``condition`` until it gives a true value, and return that value; fail, naming
+    ``what``, if it has not after ``timeout_s`` (a deadline for a stuck test, generous on a
+    loaded machine: never a bound on how fast the product is)."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not after {timeout_s:.0f} s")
+        time.sleep(0.05)
+    return result

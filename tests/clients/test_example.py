@@ -1,4 +1,4 @@
-"""``examples/agent_loop.py`` runs as a user would run it, against this session's
+"""``examples/agent_loop.py`` runs as a user would run it, against the clients'
 ``haki serve`` and against no service at all (it fails open)."""
 
 import os

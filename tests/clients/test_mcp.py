@@ -1,5 +1,5 @@
 """``haki mcp`` driven by the official MCP SDK's own client over stdio (the server runs as a
-subprocess, exactly as an agent host starts it) against this session's ``haki serve``."""
+subprocess, exactly as an agent host starts it) against the clients' ``haki serve``."""
 
 import asyncio
 import os

@@ -1,5 +1,5 @@
-"""The TypeScript SDK (clients/typescript), tested by Node's own test runner against this
-session's ``haki serve``: installs its pinned dev dependencies (``npm ci``, committed lock
+"""The TypeScript SDK (clients/typescript), tested by Node's own test runner against the
+clients' ``haki serve``: installs its pinned dev dependencies (``npm ci``, committed lock
 file), compiles it (``tsc``, which also type-checks it against the types generated from
 docs/openapi.json) and runs ``node --test``. The render fixtures' expected strings come from
 the service's ``render_packet``, and the block the SDK renders from a live hostile packet is

@@ -2,6 +2,7 @@
 migrations, demo data, dev key), called over real HTTP with urllib."""
 
 import json
+import re
 import subprocess
 import sys
 import urllib.error
@@ -32,6 +33,16 @@ def run_cli(data_dir: Path, *args: str) -> str:
     done = subprocess.run([sys.executable, "-m", "haki_local.cli", *args], env=haki_env(data_dir),
                           capture_output=True, text=True, timeout=120, check=True)
     return done.stdout
+
+
+def create_key(data_dir: Path, org: str, project: str, *options: str) -> tuple[str, str]:
+    """``haki keys create`` for ``project`` (``options`` as its command line takes them); the
+    new key and its id, as printed."""
+    created = run_cli(data_dir, "keys", "create", "--org", org, "--project", project, *options)
+    key = re.search(r"^key:\s+(hk_\S+)$", created, re.MULTILINE)
+    key_id = re.search(r"^id:\s+(\S+)$", created, re.MULTILINE)
+    assert key is not None and key_id is not None, created
+    return key.group(1), key_id.group(1)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import psycopg
 
 from haki.stats import GRACE
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
-from tests.e2e.conftest import Client, Server, run_cli, start_server, stop_server
+from tests.e2e.conftest import Client, Server, create_key, run_cli, start_server, stop_server
 
 
-def _context(client: Client, key: str, **overrides: Any) -> Any:
+def _context(client: Client, key: str | None, **overrides: Any) -> Any:
     body = {"project_id": DEMO_PROJECT, "subject_id": DEMO_SUBJECT,
             "query": "Où habite Marie et comment la contacter ?", "purpose": "support_reply",
             **overrides}
@@ -63,7 +63,7 @@ def test_every_error_code_over_http(client: Client, server: Server, data_dir: Pa
         return reply.status, reply.json["error"]["code"]
 
     unknown = "hk_" + "Z" * 43
-    assert code(_context(client, None)) == (401, "unauthorized")  # type: ignore[arg-type]
+    assert code(_context(client, None)) == (401, "unauthorized")
     assert code(_context(client, unknown)) == (401, "unauthorized")
     assert code(_context(client, server.key, project_id="atelier-voyage")) == (
         403, "forbidden_scope")
@@ -86,10 +86,7 @@ def test_every_error_code_over_http(client: Client, server: Server, data_dir: Pa
         422, "missing_scope")
     assert code(client.request("GET", "/v1/unknown", key=server.key)) == (404, "not_found")
 
-    created = run_cli(data_dir, "keys", "create", "--org", "acme", "--project", DEMO_PROJECT,
-                      "--label", "to revoke")
-    key = re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
-    key_id = re.search(r"id:\s+(\S+)", created).group(1)  # type: ignore[union-attr]
+    key, key_id = create_key(data_dir, "acme", DEMO_PROJECT, "--label", "to revoke")
     assert _context(client, key).status == 200
     listing = run_cli(data_dir, "keys", "list")
     assert key_id in listing and key not in listing and key[:10] + "…" in listing

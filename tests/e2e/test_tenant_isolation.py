@@ -1,14 +1,13 @@
 """Tenant isolation over HTTP: with two projects and two keys, nothing of project B is
 reachable with A's key through any endpoint or parameter (body, query string, path)."""
 
-import re
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from haki_local.demo import DEMO_PROJECT, demo_document
-from tests.e2e.conftest import Client, Server, run_cli
+from tests.e2e.conftest import Client, Server, create_key
 
 OTHER = "atelier-voyage"
 OTHER_SUBJECT = "client-sophie"
@@ -16,9 +15,7 @@ OTHER_SUBJECT = "client-sophie"
 
 @pytest.fixture(scope="module")
 def other_key(data_dir: Path, server: Server) -> str:
-    created = run_cli(data_dir, "keys", "create", "--org", "atelier", "--project", OTHER,
-                      "--create-project")
-    return re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
+    return create_key(data_dir, "atelier", OTHER, "--create-project")[0]
 
 
 @pytest.fixture(scope="module")

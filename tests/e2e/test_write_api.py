@@ -9,7 +9,6 @@ projects are the "other tenant" whose ids must stay out of reach.
 """
 
 import json
-import re
 import subprocess
 import uuid
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from haki.memory.api import MAX_BATCH, MAX_EMBED_TOKENS, MAX_EVENT_PAYLOAD_BYTES
 from haki.memory.lifecycle import TRANSITIONS
 from haki_aws.routes import BATCH_BODY_BYTES
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT, demo_document
-from tests.e2e.conftest import Client, Reply, Server, run_cli
+from tests.e2e.conftest import Client, Reply, Server, create_key, run_cli
 
 
 @dataclass
@@ -82,9 +81,7 @@ class Tenant:
 @pytest.fixture(scope="module")
 def tenant(client: Client, data_dir: Path, server: Server) -> Tenant:
     project = f"e2e-writes-{uuid.uuid4().hex[:8]}"
-    created = run_cli(data_dir, "keys", "create", "--org", "e2e", "--project", project,
-                      "--create-project")
-    return Tenant(client, project, re.search(r"key:\s+(hk_\S+)", created).group(1))  # type: ignore[union-attr]
+    return Tenant(client, project, create_key(data_dir, "e2e", project, "--create-project")[0])
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ both at once must store each event once, and two writers of one (subject, predic
 never both find "no active fact".
 """
 
-import re
 import threading
 import time
 import uuid
@@ -22,7 +21,7 @@ from haki.db import Role
 from haki.db.connection import connect
 from haki.roles import DATABASE_NAME
 from haki_local.embedded import embedded_role_url, start_embedded
-from tests.e2e.conftest import Client, Reply, Server, run_cli, start_server, stop_server
+from tests.e2e.conftest import Client, Reply, Server, create_key, start_server, stop_server
 
 ROUNDS = 5
 
@@ -41,9 +40,7 @@ def pair(server_data_dir: Callable[[str], Path]) -> Iterator[tuple[Path, Server,
 
 @pytest.fixture(scope="module")
 def key(pair: tuple[Path, Server, Server]) -> str:
-    created = run_cli(pair[0], "keys", "create", "--org", "race", "--project", "race",
-                      "--create-project")
-    return re.search(r"key:\s+(hk_\S+)", created).group(1)  # type: ignore[union-attr]
+    return create_key(pair[0], "race", "race", "--create-project")[0]
 
 
 @pytest.fixture(scope="module")

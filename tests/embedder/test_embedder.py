@@ -104,7 +104,7 @@ def test_long_input_is_truncated_at_max_tokens(embedder: Embedder) -> None:
 
 def test_non_text_is_a_clear_error(e5: Embedder) -> None:
     with pytest.raises(TypeError, match="str"):
-        e5.embed_query(42)  # type: ignore[arg-type]
+        e5.embed_query(42)  # type: ignore[arg-type]  # the wrong type on purpose
     with pytest.raises(TypeError, match="sequence"):
         e5.embed_passages("one string, not a list")
 

@@ -33,7 +33,7 @@ def test_normalisation_collapses_whitespace_and_composes_unicode() -> None:
     assert normalize_query("broken \ud800 text") == "broken ? text"  # as _clean does
     assert normalize_query("") == normalize_query(" \n\t ") == ""
     with pytest.raises(TypeError, match="str"):
-        normalize_query(42)  # type: ignore[arg-type]
+        normalize_query(42)  # type: ignore[arg-type]  # the wrong type on purpose
 
 
 def test_repeated_query_is_a_hit_with_the_same_vector(cached: Embedder) -> None:

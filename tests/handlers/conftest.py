@@ -1,5 +1,5 @@
 """Handler tests: synthetic API Gateway REST proxy events into the real handlers, over the
-session's real database (runtime role) and the real embedder.
+test run's real database (runtime role) and the real embedder.
 
 The handler modules keep their database handle in a module global (what a warm Lambda
 container reuses); tests point it at the test database.

@@ -1,4 +1,4 @@
-"""The per-container cache of authenticated keys (``haki.keys.IdentityCache``, issue 13 item 1):
+"""The per-container cache of authenticated keys (``haki.keys.IdentityCache``):
 a repeat caller's request costs no lookup round trip, and a key revoked while cached is still
 refused at once — 401 on every route, nothing written — because every transaction checks the
 key in its own first round trip."""

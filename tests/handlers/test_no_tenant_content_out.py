@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 from haki.db import Database
+from haki.embedding import Embedder
 from haki.keys import create_key
 from haki.memory import MemoryWriter
 from haki.models import FactRecord, MemoryDocument
@@ -48,13 +49,13 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_context_call_leaves_no_query_packet_or_subject_in_logs_or_traces(
-    owner_db: Database, db_urls: dict, project_id: str, embedder: object,
+    owner_db: Database, db_urls: dict, project_id: str, embedder: Embedder,
     tmp_path: Path,
 ) -> None:
     secret_fact = f"secret-fact-{uuid.uuid4().hex[:8]} lives at 12 rue Cachée"
     secret_query = f"where does secret-query-{uuid.uuid4().hex[:8]} live?"
     subject = f"jane.doe.{uuid.uuid4().hex[:6]}@example.com"
-    MemoryWriter(owner_db, embedder).write(MemoryDocument(facts=[FactRecord(  # type: ignore[arg-type]
+    MemoryWriter(owner_db, embedder).write(MemoryDocument(facts=[FactRecord(
         project_id=project_id, subject_id=subject, predicate="address", value=secret_fact)]))
     key = create_key(owner_db, org_id="org", project_id=project_id, label="t",
                      create_project=True).key

@@ -1,4 +1,4 @@
-"""The opt-in read replica (issue 12): with ``haki:read_replica`` (Aurora) the stack gets a
+"""The opt-in read replica: with ``haki:read_replica`` (Aurora) the stack gets a
 reader instance and a READ_ONLY proxy endpoint, whose host only the inspect and stats
 functions receive; without it, none of the three is in the template."""
 

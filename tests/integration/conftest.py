@@ -3,11 +3,12 @@ as the owner so a test controls every column the rules look at), and ``writes``:
 write API's core as its handlers will call it."""
 
 import json
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -47,12 +48,20 @@ from haki.memory.forget import forget
 from haki.models import ContextRequest
 from haki.validation import parse
 from haki_local.baselines import SeedConfig, assemble_seed
+from tests.conftest import eventually, tenant_thread
 
 NOW = datetime.now(UTC)
+T = TypeVar("T")
 
 
 def unit_vector(seed: int) -> np.ndarray:
     v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def uniform_vector() -> np.ndarray:
+    """The unit vector of equal components (every fact seeded with it matches a search)."""
+    v = np.ones(384, dtype=np.float32)
     return v / np.linalg.norm(v)
 
 
@@ -217,12 +226,55 @@ class Writes:
         assert row is not None
         return int(row[0])
 
-    def row(self, table: str, row_id: uuid.UUID) -> dict[str, Any] | None:
+    def row(self, table: str, row_id: uuid.UUID) -> dict[str, Any]:
+        """The row of ``table`` with id ``row_id`` (as the owner); there must be one."""
         cursor = self.owner.cursor(row_factory=psycopg.rows.dict_row)
-        return cursor.execute(f"SELECT * FROM {table} WHERE id = %s", (row_id,)).fetchone()
+        row = cursor.execute(f"SELECT * FROM {table} WHERE id = %s", (row_id,)).fetchone()
+        assert row is not None, f"no row {row_id} in {table}"
+        return row
 
 
 @pytest.fixture
 def writes(app_db: Database, embedder: Embedder, project_id: str,
            owner_conn: psycopg.Connection, tenant_key: str) -> Writes:
     return Writes(app_db, embedder, project_id, owner_conn, tenant_key)
+
+
+def run_together(app_url: str, call: Callable[[Database], T], times: int = 2) -> list[T]:
+    """``call`` in ``times`` threads acting for the test's key, each with a runtime-role handle
+    of its own, released together; their results (a thread that failed leaves none)."""
+    barrier = threading.Barrier(times)
+    results: list[T] = []
+
+    def run() -> None:
+        db = Database(app_url)
+        try:
+            barrier.wait()
+            results.append(call(db))
+        finally:
+            db.close()
+
+    threads = [tenant_thread(run) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return results
+
+
+def wait_until_blocked_by(holder: psycopg.Connection, observer_url: str,
+                          thread: threading.Thread, what: str) -> None:
+    """Return once some session waits for a lock that ``holder`` holds (PostgreSQL's own lock
+    graph, ``pg_blocking_pids``); fail with ``what`` if ``thread`` ends first: it did not wait."""
+    holder_pid = holder.info.backend_pid
+    with psycopg.connect(observer_url, autocommit=True) as observer:
+
+        def blocked() -> bool:
+            row = observer.execute(
+                "SELECT EXISTS (SELECT FROM pg_stat_activity "
+                "WHERE %s = ANY (pg_blocking_pids(pid)))", (holder_pid,)).fetchone()
+            assert row is not None
+            assert row[0] or thread.is_alive(), what
+            return bool(row[0])
+
+        eventually(blocked, what)

@@ -4,7 +4,6 @@ between retrieval and the trace write, a statement past the timeout, a broken mo
 
 import importlib
 import shutil
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,7 +41,7 @@ def test_connection_killed_before_the_trace_write_serves_nothing_and_writes_noth
 
     def killed_first(conn: psycopg.Connection, *args: object, **kwargs: object) -> None:
         owner_conn.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
-        original(conn, *args, **kwargs)  # type: ignore[arg-type]
+        original(conn, *args, **kwargs)
 
     monkeypatch.setattr(assemble_module, "write_trace", killed_first)
     with pytest.raises(ServiceUnavailable):
@@ -82,16 +81,15 @@ def test_the_side_connection_killed_serves_nothing_and_writes_nothing(
     assert app_db.sibling().connection().info.backend_pid != side.info.backend_pid
 
 
-def test_a_statement_past_the_timeout_fails_fast_and_the_handle_stays_usable(
+def test_a_statement_past_the_timeout_is_cancelled_and_the_handle_stays_usable(
     db_urls: dict[Role, str], project_id: str, tenant_key: str
 ) -> None:
     db = Database(db_urls[Role.APP], statement_timeout_ms=200)
     try:
-        started = time.perf_counter()
-        with pytest.raises(ServiceUnavailable, match="in time"), \
+        with pytest.raises(ServiceUnavailable, match="in time") as refused, \
                 db.transaction(project_id) as conn:
-            conn.execute("SELECT pg_sleep(5)")
-        assert time.perf_counter() - started < 2.0
+            conn.execute("SELECT pg_sleep(30)")  # without the bound: no error at all
+        assert (refused.value.code, refused.value.status) == ("service_unavailable", 503)
         with db.transaction(project_id) as conn:
             assert conn.execute("SHOW statement_timeout").fetchone() == ("200ms",)
             assert conn.execute("SELECT 1").fetchone() == (1,)

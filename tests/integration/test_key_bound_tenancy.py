@@ -5,7 +5,6 @@ nothing; the roles hold only what their jobs need."""
 import json
 import uuid
 
-import numpy as np
 import psycopg
 import pytest
 
@@ -13,13 +12,9 @@ from haki.db import Database, Role
 from haki.db.connection import acting_for, connect
 from haki.errors import ForbiddenScope, Unauthorized
 from haki.keys import hash_key, revoke_key, tenant_keys
+from tests.integration.conftest import uniform_vector
 
 ROLES_WITHOUT_POWERS = ("haki_app", "haki_stats")
-
-
-def _vec() -> np.ndarray:
-    v = np.ones(384, dtype=np.float32)
-    return v / np.linalg.norm(v)
 
 
 @pytest.fixture
@@ -28,7 +23,8 @@ def victim(owner_conn: psycopg.Connection) -> str:
     project = f"victim-{uuid.uuid4().hex[:8]}"
     owner_conn.execute(
         "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
-        "VALUES (%s, 's', 'secret', %s, %s)", (project, json.dumps("launch codes"), _vec()))
+        "VALUES (%s, 's', 'secret', %s, %s)",
+        (project, json.dumps("launch codes"), uniform_vector()))
     return project
 
 

@@ -3,16 +3,11 @@ and nothing at all without one (fail closed)."""
 
 import json
 
-import numpy as np
 import psycopg
 import pytest
 
 from haki.db import Database, Role
-
-
-def _vec() -> np.ndarray:
-    v = np.ones(384, dtype=np.float32)
-    return v / np.linalg.norm(v)
+from tests.integration.conftest import uniform_vector
 
 
 @pytest.fixture
@@ -21,7 +16,7 @@ def two_projects(owner_conn: psycopg.Connection, project_id: str) -> tuple[str, 
     for project in (project_id, other):
         owner_conn.execute(
             "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
-            "VALUES (%s, 's', 'p', %s, %s)", (project, json.dumps(project), _vec()))
+            "VALUES (%s, 's', 'p', %s, %s)", (project, json.dumps(project), uniform_vector()))
     return project_id, other
 
 
@@ -41,7 +36,7 @@ def test_insert_for_other_project_rejected(
     with pytest.raises(psycopg.errors.InsufficientPrivilege), app_db.transaction(a) as conn:
         conn.execute(
             "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
-            "VALUES (%s, 's', 'p', '1', %s)", (b, _vec()))
+            "VALUES (%s, 's', 'p', '1', %s)", (b, uniform_vector()))
 
 
 def test_no_setting_sees_nothing(app_db: Database, two_projects: tuple[str, str]) -> None:

@@ -2,7 +2,6 @@
 retrieval queries rely on."""
 
 import json
-import time
 
 import numpy as np
 import psycopg
@@ -10,11 +9,8 @@ import pytest
 
 from haki.db import Role
 from haki.db.connection import connect
-
-
-def _vec(seed: int) -> np.ndarray:
-    v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
-    return v / np.linalg.norm(v)
+from tests.conftest import eventually
+from tests.integration.conftest import unit_vector
 
 
 def _insert_fact(conn: psycopg.Connection, project: str, predicate: str, value: object,
@@ -22,7 +18,7 @@ def _insert_fact(conn: psycopg.Connection, project: str, predicate: str, value: 
     row = conn.execute(
         "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
         "VALUES (%s, %s, %s, %s, %s) RETURNING id",
-        (project, subject, predicate, json.dumps(value), _vec(seed)),
+        (project, subject, predicate, json.dumps(value), unit_vector(seed)),
     ).fetchone()
     assert row is not None
     return str(row[0])
@@ -48,7 +44,7 @@ def test_search_vector_cannot_be_written(owner_conn: psycopg.Connection, project
     with pytest.raises(psycopg.errors.GeneratedAlways):
         owner_conn.execute(
             "INSERT INTO facts (project_id, subject_id, predicate, value, embedding, search_vector)"
-            " VALUES (%s, 's', 'p', '1', %s, 'x')", (project_id, _vec(1)))
+            " VALUES (%s, 's', 'p', '1', %s, 'x')", (project_id, unit_vector(1)))
 
 
 @pytest.mark.parametrize(
@@ -61,7 +57,7 @@ def test_enum_like_columns_are_checked(
     with pytest.raises(psycopg.errors.CheckViolation):
         owner_conn.execute(
             f"INSERT INTO facts (project_id, subject_id, predicate, value, embedding, {column}) "
-            "VALUES (%s, 's', 'p', '1', %s, %s)", (project_id, _vec(2), bad))
+            "VALUES (%s, 's', 'p', '1', %s, %s)", (project_id, unit_vector(2), bad))
 
 
 def _bulk_facts(conn: psycopg.Connection, project_id: str, subjects: int,
@@ -137,9 +133,6 @@ def test_runtime_role_reaches_both_indexes(
         db.close()
         assert "facts_embedding_hnsw" in vector_plan
         assert result.candidates > 0
-        for _ in range(50):  # index statistics reach the shared view within a second or so
-            after = {i: _index_scans(owner, i) for i in before}
-            if all(after[i] > before[i] for i in before):
-                break
-            time.sleep(0.1)
-        assert all(after[i] > before[i] for i in before), (before, after)
+        # Index statistics reach the shared view a little after the scans.
+        eventually(lambda: all(_index_scans(owner, i) > before[i] for i in before),
+                   f"a scan of each of {sorted(before)} counted")

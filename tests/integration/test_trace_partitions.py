@@ -1,4 +1,4 @@
-"""Day partitions of context_calls / context_traces and trace retention (issue 12, migration
+"""Day partitions of context_calls / context_traces and trace retention (migration
 0014): inserts across a day boundary, the DEFAULT partition, retention dropping only old whole
 partitions (rollups and the overview unchanged, inspect of an expired trace a 404, forget still
 working), two runs at once, and row-level security on a partition made after the migration.

@@ -51,9 +51,9 @@ def test_resolving_keeps_one_and_supersedes_the_others(writes: Writes) -> None:
     assert (answer.kept_fact_id, sorted(answer.superseded_fact_ids)) == \
         (nantes, sorted([lyon, brest]))
     rows = {i: writes.row("facts", i) for i in (lyon, nantes, brest)}
-    assert {i: (r["status"], r["version"]) for i, r in rows.items() if r} == {
+    assert {i: (r["status"], r["version"]) for i, r in rows.items()} == {
         lyon: ("superseded", 2), nantes: ("active", 1), brest: ("superseded", 2)}
-    assert rows[lyon]["recorded_to"] is not None  # type: ignore[index]
+    assert rows[lyon]["recorded_to"] is not None
     stored = writes.row("conflict_sets", conflict_id)
     assert stored is not None
     assert (stored["status"], stored["resolved_at"]) == ("resolved", answer.resolved_at)
@@ -73,11 +73,11 @@ def test_resolution_follows_the_lifecycle(writes: Writes) -> None:
     # A superseded fact cannot become active again (superseded → disputed → active)...
     with pytest.raises(IllegalStatusTransition):
         writes.resolve(conflict_id, lyon)
-    assert writes.row("conflict_sets", conflict_id)["status"] == "open"  # type: ignore[index]
+    assert writes.row("conflict_sets", conflict_id)["status"] == "open"
     # ...a disabled one can, and the others keep statuses the lifecycle gives no way out of.
     answer = writes.resolve(conflict_id, brest)
     assert answer.superseded_fact_ids == [nantes]
-    statuses = {i: writes.row("facts", i)["status"] for i in (lyon, nantes, brest)}  # type: ignore[index]
+    statuses = {i: writes.row("facts", i)["status"] for i in (lyon, nantes, brest)}
     assert statuses == {lyon: "superseded", nantes: "superseded", brest: "active"}
 
 
@@ -95,6 +95,6 @@ def test_bad_resolutions(
     with pytest.raises(ConflictNotFound) as not_ours:
         writes.resolve(foreign_id, paris)
     assert not_ours.value.message == not_there.value.message
-    assert other.row("conflict_sets", foreign_id)["status"] == "open"  # type: ignore[index]
-    assert other.row("facts", paris)["version"] == 1  # type: ignore[index]
+    assert other.row("conflict_sets", foreign_id)["status"] == "open"
+    assert other.row("facts", paris)["version"] == 1
     assert writes.conflicts().conflicts[0].status == "open"

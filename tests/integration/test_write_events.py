@@ -5,6 +5,7 @@ import math
 import threading
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 import pytest
@@ -31,7 +32,7 @@ from haki.memory.events import ingest_events
 from haki.memory.store import lock_subject_exclusive
 from haki.validation import parse
 from tests.conftest import tenant_thread
-from tests.integration.conftest import Writes
+from tests.integration.conftest import Writes, run_together, wait_until_blocked_by
 
 
 def _nested(depth: int) -> dict[str, object]:
@@ -143,23 +144,8 @@ def test_concurrent_replays_store_one_row(
         {"subject_id": "alice", "kind": "msg", "idempotency_key": f"k{i}",
          "payload": {"text": f"message {i}"}} for i in range(3)]}
     request = parse(EventsRequest, body)
-    barrier = threading.Barrier(2)
-    answers: list[EventsResponse] = []
-
-    def deliver() -> None:
-        db = Database(db_urls[Role.APP])
-        try:
-            barrier.wait()
-            answers.append(ingest_events(db, embedder, writes.project_id, request))
-        finally:
-            db.close()
-
-    threads = [tenant_thread(deliver) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    first, second = answers  # a thread that failed left no answer
+    first, second = run_together(db_urls[Role.APP], lambda db: ingest_events(
+        db, embedder, writes.project_id, request))  # a thread that failed left no answer
     assert [e.id for e in first.events] == [e.id for e in second.events]
     for one, two in zip(first.events, second.events, strict=True):
         assert one.deduplicated != two.deduplicated
@@ -191,10 +177,10 @@ def test_a_replay_racing_an_uncommitted_original_waits_for_it(
                 (first_id, writes.project_id, Jsonb({"text": "hi"}),
                  embedder.embed_passages(["hi"])[0]))
             thread.start()
-            thread.join(timeout=3)
-            assert thread.is_alive(), "the replay did not wait for the uncommitted original"
+            wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
+                                  "the replay did not wait for the uncommitted original")
             holder.execute(outcome)
-        thread.join(timeout=30)
+        thread.join(timeout=60)
     finally:
         replayer.close()
     (answer,) = answers
@@ -257,10 +243,11 @@ def test_nesting_up_to_the_limit_is_stored(writes: Writes) -> None:
 def test_an_event_without_its_subject_is_missing_its_scope(
     writes: Writes, subject: dict[str, object]
 ) -> None:
-    body = {"project_id": writes.project_id,
-            "events": [{"subject_id": "alice", "kind": "k"}, {"kind": "k", **subject}]}
+    body: dict[str, Any] = {
+        "project_id": writes.project_id,
+        "events": [{"subject_id": "alice", "kind": "k"}, {"kind": "k", **subject}]}
     if subject["subject_id"] is None:
-        del body["events"][1]["subject_id"]  # type: ignore[index]
+        del body["events"][1]["subject_id"]
     with pytest.raises(MissingScope, match=r"^events\[1\]: field 'subject_id'"):
         parse(EventsRequest, body)
     with pytest.raises(MissingScope, match=r"^field 'project_id'"):
@@ -284,9 +271,10 @@ def test_ingestion_waits_for_an_erasure_of_its_subject(
         holder.execute("BEGIN")
         lock_subject_exclusive(holder, writes.project_id, "alice")
         thread.start()
-        assert not done.wait(2), "the ingestion did not wait for the subject lock"
+        wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
+                              "the ingestion did not wait for the subject lock")
         holder.execute("COMMIT")
-    thread.join(timeout=30)
+    thread.join(timeout=60)
     assert done.is_set() and writes.count("events") == 1
 
 

@@ -1,7 +1,6 @@
 """POST /v1/facts and GET /v1/facts (core): the rules per (subject, predicate), references in
 scope, all-or-nothing batches, concurrency on one key, limits, keyset pagination."""
 
-import threading
 import uuid
 
 import psycopg
@@ -22,7 +21,7 @@ from haki.memory.facts import write_facts
 from haki.memory.store import lock_scopes
 from haki.validation import parse
 from tests.conftest import tenant_thread
-from tests.integration.conftest import Writes, unit_vector
+from tests.integration.conftest import Writes, run_together, unit_vector, wait_until_blocked_by
 
 
 def _statuses(writes: Writes) -> dict[uuid.UUID, str]:
@@ -152,7 +151,7 @@ def test_supersedes_id_must_be_the_active_fact_of_the_key(
     assert not_ours.value.message.replace(str(foreign.id), "?") == \
         not_there.value.message.replace(str(unknown), "?")
     assert writes.count("facts") == 3
-    assert other_project.row("facts", foreign.id)["status"] == "active"  # type: ignore[index]
+    assert other_project.row("facts", foreign.id)["status"] == "active"
 
 
 def test_a_fact_of_an_open_conflict_cannot_be_superseded(writes: Writes) -> None:
@@ -171,7 +170,7 @@ def test_source_events_must_be_of_the_same_scope(
     theirs = Writes(app_db, embedder, writes.project_id + "-b", owner_conn).events(
         {}).events[0].id
     ok = writes.fact("lang", "fr", source_event_ids=[str(mine)])
-    assert writes.row("facts", ok.id)["source_event_ids"] == [mine]  # type: ignore[index]
+    assert writes.row("facts", ok.id)["source_event_ids"] == [mine]
     for wrong in (bobs, theirs, uuid.uuid4()):
         with pytest.raises(UnknownReference,
                            match=rf"facts\[1\]: field 'source_event_ids.1': no event {wrong}"):
@@ -197,22 +196,8 @@ def test_concurrent_writers_of_one_key_create_one_active_fact(
 ) -> None:
     request = parse(FactsRequest, {"project_id": writes.project_id, "facts": [
         {"subject_id": "alice", "predicate": "city", "value": "Lyon"}]})
-    barrier = threading.Barrier(2)
-    outcomes: list[str] = []
-
-    def write() -> None:
-        db = Database(db_urls[Role.APP])
-        try:
-            barrier.wait()
-            outcomes.append(write_facts(db, embedder, writes.project_id, request).facts[0].outcome)
-        finally:
-            db.close()
-
-    threads = [tenant_thread(write) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    outcomes = run_together(db_urls[Role.APP], lambda db: write_facts(
+        db, embedder, writes.project_id, request).facts[0].outcome)
     assert sorted(outcomes) == ["created", "reinforced"]
     assert writes.count("facts") == 1
 
@@ -232,10 +217,10 @@ def test_a_writer_waits_for_the_key_and_sees_the_fact_written_meanwhile(
             "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
             "VALUES (%s, 'alice', 'city', '\"Lyon\"', %s)", (writes.project_id, unit_vector(1)))
         thread.start()
-        thread.join(timeout=3)
-        assert thread.is_alive(), "the writer did not wait for the key"
+        wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
+                              "the writer did not wait for the key")
         holder.execute("COMMIT")
-    thread.join(timeout=30)
+    thread.join(timeout=60)
     assert answers == ["reinforced"]
     assert writes.count("facts") == 1
 

@@ -24,7 +24,7 @@ from haki.memory.forget import RECEIPT_COUNTS, forget
 from haki.memory.store import lock_scopes
 from haki.validation import parse
 from tests.conftest import tenant_thread
-from tests.integration.conftest import Writes, unit_vector
+from tests.integration.conftest import Writes, unit_vector, wait_until_blocked_by
 
 
 def _tables_with(owner: psycopg.Connection, column: str) -> list[str]:
@@ -37,16 +37,21 @@ def _subject_rows(owner: psycopg.Connection, project_id: str, subject_id: str) -
     """Rows of the subject in every table that has a subject_id column (whatever tables a
     later migration adds), and the decisions of its calls' traces (a trace row holds all the
     decisions of one call and no subject_id since migration 0014)."""
-    rows = {table: owner.execute(
-        f"SELECT count(*) FROM {table} WHERE project_id = %s AND subject_id = %s",
-        (project_id, subject_id)).fetchone()[0]  # type: ignore[index]
-        for table in _tables_with(owner, "subject_id")}
-    rows["context_traces"] = owner.execute(
-        "SELECT count(*) FROM context_trace_decisions AS d JOIN context_calls AS c "
+    rows = {table: _count(owner, f"SELECT count(*) FROM {table} "
+                                 "WHERE project_id = %s AND subject_id = %s",
+                          (project_id, subject_id))
+            for table in _tables_with(owner, "subject_id")}
+    rows["context_traces"] = _count(
+        owner, "SELECT count(*) FROM context_trace_decisions AS d JOIN context_calls AS c "
         "ON c.trace_id = d.trace_id AND c.created_at = d.created_at "
-        "WHERE c.project_id = %s AND c.subject_id = %s",
-        (project_id, subject_id)).fetchone()[0]  # type: ignore[index]
+        "WHERE c.project_id = %s AND c.subject_id = %s", (project_id, subject_id))
     return rows
+
+
+def _count(owner: psycopg.Connection, query: str, params: tuple[object, ...]) -> int:
+    row = owner.execute(query, params).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _mentions(owner: psycopg.Connection, project_id: str, needle: str) -> dict[str, int]:
@@ -129,7 +134,7 @@ def test_disabling_a_subject_stops_serving_its_facts(writes: Writes) -> None:
     bob = writes.fact("city", "Paris", subject_id="bob")
     answer = writes.forget(subject_id="alice", mode="disable")
     assert (answer.receipt_id, answer.counts) == (None, {"facts": 2})
-    statuses = {i: writes.row("facts", i)["status"]  # type: ignore[index]
+    statuses = {i: writes.row("facts", i)["status"]
                 for i in (old.id, new.id, candidate.id, bob.id)}
     assert statuses == {old.id: "superseded", new.id: "disabled", candidate.id: "disabled",
                         bob.id: "active"}
@@ -205,7 +210,7 @@ def test_disabling_a_fact_follows_the_lifecycle(writes: Writes) -> None:
     new = writes.fact("city", "Nantes", supersedes_id=str(old.id))
     answer = writes.forget(fact_id=str(new.id), mode="disable")
     assert (answer.target, answer.counts, answer.receipt_id) == ("fact", {"facts": 1}, None)
-    assert writes.row("facts", new.id)["status"] == "disabled"  # type: ignore[index]
+    assert writes.row("facts", new.id)["status"] == "disabled"
     with pytest.raises(IllegalStatusTransition):
         writes.forget(fact_id=str(old.id), mode="disable")
 
@@ -249,9 +254,9 @@ def test_an_erasure_waits_for_a_write_in_flight_and_erases_it_too(
             "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
             "VALUES (%s, 'alice', 'city', '\"Lyon\"', %s)", (writes.project_id, unit_vector(2)))
         thread.start()
-        thread.join(timeout=3)
-        assert thread.is_alive(), "the erasure did not wait for the write in flight"
+        wait_until_blocked_by(writer, db_urls[Role.OWNER], thread,
+                              "the erasure did not wait for the write in flight")
         writer.execute("COMMIT")
-    thread.join(timeout=30)
+    thread.join(timeout=60)
     assert answers[0]["facts"] == 1
     assert writes.count("facts") == 0

@@ -1,4 +1,4 @@
-"""Round trips read from a libpq protocol trace (``haki.db.protocol``): one per time the client
+"""Round trips read from a libpq protocol trace (``haki_local.protocol``): one per time the client
 asks for answers, however the server's messages interleave with what the client still sends."""
 
 from haki_local.protocol import ProtocolCounts

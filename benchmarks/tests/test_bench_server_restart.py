@@ -1,4 +1,4 @@
-"""The benchmark server's restart check (benchmarks/server.py), on the suite's real server: a
+"""The benchmark server's restart check (benchmarks/server.py), on a real embedded server: a
 restart-only setting written by ALTER SYSTEM is seen as pending at once, before the server has
 handled the reload."""
 

@@ -1,4 +1,4 @@
-"""The load test harness on the session's server, briefly: both runs call, none fails; a
+"""The load test harness on a real local server, briefly: both runs call, none fails; a
 non-loopback target is refused."""
 
 import json

@@ -1,7 +1,9 @@
 """The benchmark's synthetic data generator: deterministic, the right shape, coherent scopes."""
 
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -18,8 +20,9 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 SPEC = many_scopes("t", scopes=6, facts_per_scope=40, hard_facts=100)
 
 
-def _rows(batches: object) -> list[tuple[object, ...]]:
-    return [row for batch in batches for row in batch]  # type: ignore[attr-defined]
+def _rows(batches: Iterable[list[tuple[object, ...]]]) -> list[tuple[Any, ...]]:
+    """The rows of ``batches`` (each a row of its table's columns, of their several types)."""
+    return [row for batch in batches for row in batch]
 
 
 def _decode(blob: bytes) -> np.ndarray:
@@ -62,7 +65,7 @@ def test_rows_match_the_copy_layout_and_the_scope_sizes() -> None:
 
 def test_embeddings_are_unit_vectors_in_pgvector_binary_format() -> None:
     row = _rows(Generator(single_scope("v", 50), now=NOW).fact_batches())[0]
-    vector = _decode(row[-1])  # type: ignore[arg-type]
+    vector = _decode(row[-1])
     assert vector.shape == (DIMENSIONS,)
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
 
@@ -73,8 +76,8 @@ def test_facts_cite_episodes_of_their_own_scope_and_respect_the_schema_checks() 
     cited = 0
     for row in _rows(generator.fact_batches()):
         sources = row[12]
-        assert all(event_scope[e] == row[2] for e in sources)  # type: ignore[attr-defined]
-        cited += len(sources)  # type: ignore[arg-type]
+        assert all(event_scope[e] == row[2] for e in sources)
+        cited += len(sources)
         valid_from, valid_to = row[8], row[9]
         if valid_from is not None and valid_to is not None:
             assert valid_to > valid_from  # CHECK (valid_to > valid_from)

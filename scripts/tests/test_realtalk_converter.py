@@ -1,4 +1,4 @@
-"""scripts/realtalk_to_eval.py on a tiny hand-written chat (tests/data/realtalk_tiny): turns
+"""scripts/realtalk_to_eval.py on a tiny hand-written chat (scripts/tests/data/realtalk_tiny): turns
 become events at their own time, loose evidence is resolved or dropped and counted, and the
 output is a labelled set ``haki eval`` reads."""
 
@@ -14,7 +14,7 @@ import pytest
 from haki_local.evaluation import load_labelled_set
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = ROOT / "tests" / "data" / "realtalk_tiny"
+FIXTURE = Path(__file__).resolve().parent / "data" / "realtalk_tiny"
 SUBJECT = "chat-1-ana-ben"
 
 
@@ -45,7 +45,7 @@ def test_turns_become_events_at_their_own_time(converter: ModuleType, tmp_path: 
     assert list(events) == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3"]
     assert {e["subject_id"] for e in events.values()} == {SUBJECT}
     assert events["D1:1"]["occurred_at"] == "2023-12-29T22:42:04+00:00"
-    # A turn without its own time takes its session's.
+    # A turn without its own time takes the time of its chat session.
     assert events["D2:3"]["occurred_at"] == "2024-01-02T09:59:00+00:00"
     assert events["D1:2"]["payload"]["text"] == "Ben: Nice! I went skiing in Utah."
     assert events["D1:3"]["payload"]["text"] == (
