@@ -77,7 +77,7 @@ class Context:
     keys: dict[str, str]
     #: project → that key in clear, for the pass that authenticates as the edge does.
     api_keys: dict[str, str]
-    #: Embed while the first round trip is in flight, as the handler does (issue 13).
+    #: Embed while the first round trip is in flight, as the handler does.
     overlap: bool = True
 
     def tenant(self, q: BenchQuery) -> AbstractContextManager[None]:
@@ -111,7 +111,7 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConf
     """Embed the question with the real embedder (cost measured) and assemble with the
     synthetic vector the data was generated with, as the context handler does: the embedding
     runs in the background while the assembler's first round trip is in flight (unless
-    ``ctx.overlap`` is off: then it runs first, as before issue 13)."""
+    ``ctx.overlap`` is off: then it runs first, the ablation)."""
     embedder = ctx.embedder
     embed_cpu = [0.0]
 

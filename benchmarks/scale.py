@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="ranking preset measured (default: HAKI_RANKING)")
     parser.add_argument("--no-overlap", action="store_true",
                         help="embed each question before the call instead of during its first "
-                             "round trip (the ablation of issue 13's overlap)")
+                             "round trip (the ablation of the overlap)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -2,14 +2,13 @@
 
 CPython's collector traverses every tracked object of the generations it collects, and the
 oldest generation holds everything the process imported and built once: modules, classes,
-pydantic validators, the settings, the embedder's Python side. A warm context process measured
-at 100k facts (300 calls): 992 collections, 1.40 ms per call on average, and the 8 full
-collections paused the call that triggered them for up to 39 ms — a p99 of 77.8 ms. Moving
-what exists before serving into the permanent generation (``gc.freeze``) leaves collections
-only the calls' own objects: 0.47 ms per call, the longest pause 0.8 ms, p99 54.6 ms. Most of a
-call's objects are freed by reference counting; a young generation of 10,000 allocations
-(CPython's default: 700) then went through 300 calls without a collection, so cyclic garbage
-(never much: a call's objects hold no cycles of their own) is still collected, later.
+pydantic validators, the settings, the embedder's Python side, so a full collection pauses
+the call that triggers it for the whole of that heap. Moving what exists before serving into
+the permanent generation (``gc.freeze``) leaves collections only the calls' own objects. Most
+of a call's objects are freed by reference counting; a young generation of 10,000 allocations
+(CPython's default: 700) makes collections rare, and cyclic garbage (never much: a call's
+objects hold no cycles of their own) is still collected, later. Why, and why the handlers no
+longer call it: docs/decisions/2026-12-01-gc-freeze.md.
 """
 
 import gc
