@@ -70,7 +70,7 @@ def restart_pending(conn: psycopg.Connection) -> bool:
 
     ``pg_file_settings`` reads the files as the query runs; ``pg_settings.pending_restart``
     waits for the server to handle the reload signal, so right after a first ``ALTER SYSTEM``
-    it could still say no — and the huge pages were then sized for the old shared_buffers."""
+    it could still say no — and the huge pages would then be sized for the old shared_buffers."""
     row = conn.execute(
         "SELECT count(*) FROM pg_file_settings WHERE NOT applied AND error IS NOT NULL"
     ).fetchone()

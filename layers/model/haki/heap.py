@@ -7,8 +7,8 @@ the call that triggers it for the whole of that heap. Moving what exists before 
 the permanent generation (``gc.freeze``) leaves collections only the calls' own objects. Most
 of a call's objects are freed by reference counting; a young generation of 10,000 allocations
 (CPython's default: 700) makes collections rare, and cyclic garbage (never much: a call's
-objects hold no cycles of their own) is still collected, later. Why, and why the handlers no
-longer call it: docs/decisions/2026-12-01-gc-freeze.md.
+objects hold no cycles of their own) is still collected, later. Why the handlers' entry does
+not call it: docs/decisions/2026-12-01-gc-freeze.md.
 """
 
 import gc
