@@ -28,14 +28,14 @@ import psycopg
 
 from benchmarks.server import start_bench_server
 from benchmarks.trace_storage import WORDS, _unit, seed
-from haki.assembler.assemble import QueryVector, assemble
+from haki.assembler.assemble import assemble
 from haki.assembler.config import RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import acting_for
-from haki.evaluation import scratch_database
 from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import SOURCE_ROOT, Settings
+from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "capacity.json"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -60,11 +60,11 @@ def main() -> None:
         requests = [(ContextRequest(project_id=project, subject_id="s",
                                     query=" ".join(rng.choice(WORDS, 4)) + f" {i}",
                                     purpose="answer", budget_tokens=800),
-                     QueryVector(_normed(centre + 0.7 * _unit(rng))))
+                     _normed(centre + 0.7 * _unit(rng)))
                     for i in range(args.calls + 20)]
         with acting_for(key):
             for request, vector in requests[:20]:  # warm: plans, caches
-                assemble(request, vector, db=app_db, config=config)
+                assemble(request, lambda v=vector: v, db=app_db, config=config)
             with app_db.transaction(project) as conn:
                 pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
             with psycopg.connect(urls[Role.OWNER], autocommit=True) as su:
@@ -74,7 +74,7 @@ def main() -> None:
             decisions, call_ms = [], []
             for request, vector in requests[20:]:
                 t = time.perf_counter()
-                assembly = assemble(request, vector, db=app_db, config=config)
+                assembly = assemble(request, lambda v=vector: v, db=app_db, config=config)
                 call_ms.append((time.perf_counter() - t) * 1000)
                 decisions.append(assembly.candidates)
             cpu1, wall1 = _cpu_seconds(pid), time.perf_counter()

@@ -22,9 +22,10 @@ from tqdm import tqdm
 
 from benchmarks.synthetic import EVENT_COLUMNS, FACT_COLUMNS, DatasetSpec, Generator
 from haki.db import Role
-from haki.db.connection import connect, embedded_role_url
+from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
 from haki.db.scope_indexes import ScopeIndexPolicy, reconcile_scope_indexes
+from haki_local.embedded import embedded_role_url
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,13 @@ runtime role (row-level security on, as in production).
 """
 
 import os
-import re
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from contextvars import copy_context
+from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
@@ -19,21 +20,22 @@ import numpy as np
 import psycopg
 
 from benchmarks.synthetic import BenchQuery
-from haki.assembler import (
-    QueryVector,
-    RetrievalConfig,
-    assemble,
-    compute_in_background,
-    compute_now,
-)
-from haki.assembler import sql as assembler_sql
-from haki.assembler.retrieval import FusedArms, query_parameters
-from haki.assembler.routines import ROUTINES
+from haki.assembler import RetrievalConfig, arms, assemble
+from haki.assembler.assemble import nearest_facts_beside
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
 from haki.keys import IdentityCache, authenticate
 from haki.models import ContextRequest
+from haki_local.baselines import (
+    EXHAUSTIVE_FACT_CANDIDATES,
+    PLANNER_SETTINGS,
+    TWO_PHASE_FACT_CANDIDATES,
+    SeedConfig,
+    assemble_seed,
+    seed_parameters,
+)
+from haki_local.protocol import count_protocol
 
 
 @dataclass(frozen=True)
@@ -77,18 +79,15 @@ class Context:
     keys: dict[str, str]
     #: project → that key in clear, for the pass that authenticates as the edge does.
     api_keys: dict[str, str]
-    #: Embed while the first round trip is in flight, as the handler does.
-    overlap: bool = True
 
     def tenant(self, q: BenchQuery) -> AbstractContextManager[None]:
         """The runtime role acting for the question's project, as the API edge binds a key."""
         return acting_for(self.keys[q.project_id])
 
     @property
-    def naive_config(self) -> RetrievalConfig:
-        """The design page's baseline: every in-scope fact scored with the seed formula
-        (``exhaustive``), whichever ranking is measured."""
-        return replace(self.config, ranking="seed", fact_candidates="exhaustive")
+    def naive_config(self) -> SeedConfig:
+        """The design page's baseline: every in-scope fact scored with the seed formula."""
+        return SeedConfig.like(self.config, exhaustive=True)
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
@@ -107,11 +106,11 @@ def _request(q: BenchQuery) -> ContextRequest:
                           purpose="benchmark")
 
 
-def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConfig) -> Call:
+def _timed_call(ctx: Context, db: Database, q: BenchQuery,
+                config: RetrievalConfig | SeedConfig) -> Call:
     """Embed the question with the real embedder (cost measured) and assemble with the
-    synthetic vector the data was generated with, as the context handler does: the embedding
-    runs in the background while the assembler's first round trip is in flight (unless
-    ``ctx.overlap`` is off: then it runs first, the ablation)."""
+    synthetic vector the data was generated with, as the context handler does (the naive
+    baseline embeds first, on the calling thread)."""
     embedder = ctx.embedder
     embed_cpu = [0.0]
 
@@ -123,12 +122,14 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery, config: RetrievalConf
         return q.vector
 
     started, cpu = time.perf_counter(), time.thread_time()
-    query = compute_in_background(embed) if ctx.overlap else compute_now(embed)
     with ctx.tenant(q):
-        result = assemble(_request(q), query, db=db, config=config)
+        if isinstance(config, SeedConfig):
+            result = assemble_seed(_request(q), embed, db=db, config=config)
+        else:
+            result = assemble(_request(q), embed, db=db, config=config)
     finished = time.perf_counter()
     client_cpu = (time.thread_time() - cpu) * 1000.0
-    if not ctx.overlap:  # embedded on this thread: its time is the embedding's
+    if isinstance(config, SeedConfig):  # embedded on this thread: its time is the embedding's
         client_cpu -= embed_cpu[0]
     return Call(
         e2e_ms=(finished - started) * 1000.0, embed_ms=result.timings_ms["embed"],
@@ -179,11 +180,11 @@ def server_cpu_ms(pids: Sequence[int]) -> float | None:
 
 @dataclass(frozen=True)
 class Protocol:
-    """What went over the wire per context call (``haki.db.protocol``), BEGIN/COMMIT apart:
+    """What went over the wire per context call (``haki_local.protocol``), BEGIN/COMMIT apart:
     the assembler's, and the whole request's as the API edge makes it — the key looked up
     (the first call of a key in a process, ``cold``) or found in the identity cache (``warm``),
-    then the assembler. ``side_*``: the nearest facts' on the handle's second connection
-    (``parallel_arms``), whose round trip runs beside the call's vector-arm round trip."""
+    then the assembler. ``side_*``: the nearest facts' on the handle's second connection,
+    whose round trip runs beside the call's vector-arm round trip."""
 
     statements: list[int]
     transaction_control: list[int]
@@ -207,10 +208,11 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
         for q in [q for q in queries for _ in range(2)]:
             cold = cache.get(ctx.keys[q.project_id]) is None
             # (one count at a time on a connection)
-            with db.count_protocol() as counts, db.sibling().count_protocol() as side:
+            with (count_protocol(db.connection()) as counts,
+                  count_protocol(db.sibling().connection()) as side):
                 identity = authenticate(db, ctx.api_keys[q.project_id], cache)
                 with acting_for(identity.key_hash):
-                    assemble(_request(q), QueryVector(q.vector), db=db, config=ctx.config)
+                    assemble(_request(q), lambda q=q: q.vector, db=db, config=ctx.config)
             (counted.request_round_trips_cold if cold
              else counted.request_round_trips_warm).append(counts.round_trips)
             if not cold:  # no lookup: the assembler's own traffic
@@ -224,68 +226,41 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     return counted
 
 
-#: The fused ranking's candidate statements, each with the planner settings run before it:
-#: the queries its functions run (``haki.assembler.routines``; EXPLAIN of a function call shows
-#: only a function scan), by the function's name without its prefix. The text arm's function
-#: reuses a generic plan, which may differ in detail from the custom plan EXPLAIN shows here.
-FUSED_STATEMENTS = {routine.name.removeprefix("haki_"): (routine.prelude, routine.statement)
-                    for routine in ROUTINES}
+#: Runs the nearest facts beside the call's connection, as the assembler does.
+_BESIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-beside")
+
 
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
-    """Milliseconds of the candidates statements alone (with their planner settings, rows
-    fetched), inside the scoped transaction: the seed's facts statement, or the fused
-    ranking's arms as a call sends and fetches them (``retrieval.FusedArms``: the text arm
-    with the turns around its episodes, then the vector arm's round trip, the nearest facts
-    beside it on the second connection with ``parallel_arms``) — without the embedding to
-    hide the text arm, and without the merge."""
-    config = ctx.naive_config if naive else ctx.config
+    """Milliseconds of the candidates statements alone, rows fetched, inside the scoped
+    transaction: the naive facts statement (with its planner settings), or the fused arms as
+    a call runs them (the text arm, then the nearest events with the nearest facts beside them
+    on the second connection) — without the embedding to hide the text arm, and without the
+    merge."""
     db = Database(ctx.app_url)
     samples: list[float] = []
     try:
         for i, q in enumerate([*queries[:warmup], *queries]):
-            params = query_parameters(_request(q), q.vector, config)
-            with (ctx.tenant(q), db.transaction(q.project_id) as conn, conn.pipeline(),
-                  ExitStack() as stack):
+            request = _request(q)
+            with ctx.tenant(q), db.transaction(q.project_id, pipeline=True) as conn:
                 started = time.perf_counter()
-                if config.ranking == "fused":
-                    side = db.sibling() if config.parallel_arms else None
-                    FusedArms(conn, params, side, stack).fetch()
-                else:
-                    conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+                if naive:
+                    params = seed_parameters(request, q.vector, ctx.naive_config)
+                    conn.execute(PLANNER_SETTINGS, params)
                     conn.cursor(binary=True).execute(
-                        assembler_sql.FACT_CANDIDATES[config.fact_candidates],
-                        params).fetchall()
+                        EXHAUSTIVE_FACT_CANDIDATES, params).fetchall()
+                else:
+                    arms.text_arm(conn, request, ctx.config).fetchall()
+                    facts = _BESIDE.submit(copy_context().run, nearest_facts_beside,
+                                           db.sibling(), request, ctx.config, q.vector)
+                    arms.nearest_events(conn, request, ctx.config, q.vector).fetchall()
+                    facts.result()
                 elapsed = (time.perf_counter() - started) * 1000.0
             if i >= warmup:
                 samples.append(elapsed)
     finally:
         db.close()
     return samples
-
-
-#: A vector literal in a plan: 384 numbers that say nothing to the reader.
-_VECTOR_LITERAL = re.compile(r"'\[[-0-9.e, ]+\]'::vector")
-
-
-def explain(ctx: Context, q: BenchQuery) -> dict[str, list[str]]:
-    """``EXPLAIN (ANALYZE, BUFFERS)`` of the fused ranking's arms for ``q``, each after its
-    planner settings, inside its scoped transaction (the vector literals elided): where
-    a call's server time goes, per node, in the benchmark's output."""
-    params = query_parameters(_request(q), q.vector, ctx.config)
-    plans: dict[str, list[str]] = {}
-    db = Database(ctx.app_url)
-    try:
-        for name, (planner, statement) in FUSED_STATEMENTS.items():
-            with ctx.tenant(q), db.transaction(q.project_id) as conn:
-                if planner:
-                    conn.execute(planner, params)
-                rows = conn.execute("EXPLAIN (ANALYZE, BUFFERS) " + statement,
-                                    params).fetchall()
-            plans[name] = [_VECTOR_LITERAL.sub("'[…]'::vector", str(r[0])) for r in rows]
-    finally:
-        db.close()
-    return plans
 
 
 @dataclass(frozen=True)
@@ -299,18 +274,19 @@ class Recall:
 
 
 def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
-    """Phase-1 vector arm over facts (the seed's statement, full-text arm off; the fused
-    ranking's arm uses the same index settings) against the exact in-scope top-k (the same
-    statement with index scans disabled: the scope is then read through its btree or
-    sequentially and sorted exactly)."""
-    arm_only = replace(ctx.config, use_text_arm=False, candidate_limit=ctx.config.top_k)
+    """The vector arm over facts (the seed's statement, full-text arm off; the served arms use
+    the same index settings) against the exact in-scope top-k (the same statement with index
+    scans disabled: the scope is then read through its btree or sequentially and sorted
+    exactly)."""
+    arm_only = SeedConfig.like(ctx.config, use_text_arm=False)
+    arm_only = SeedConfig.like(ctx.config, use_text_arm=False, candidate_limit=arm_only.top_k)
     db = Database(ctx.app_url)
     tuned: list[float] = []
     defaults: list[float] = []
     returned: list[int] = []
     try:
         for q in queries:
-            params = query_parameters(_request(q), q.vector, arm_only)
+            params = seed_parameters(_request(q), q.vector, arm_only)
             with ctx.tenant(q):
                 exact = _arm_ids(db, q, params, settings=True, exact=True)
                 hnsw = _arm_ids(db, q, params, settings=True, exact=False)
@@ -328,10 +304,10 @@ def _arm_ids(db: Database, q: BenchQuery, params: dict[str, Any], *, settings: b
              exact: bool) -> set[UUID]:
     with db.transaction(q.project_id) as conn:
         if settings:
-            conn.execute(assembler_sql.PLANNER_SETTINGS, params)
+            conn.execute(PLANNER_SETTINGS, params)
         if exact:
             conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
-        rows = conn.execute(assembler_sql.FACT_CANDIDATES["two_phase"], params).fetchall()
+        rows = conn.execute(TWO_PHASE_FACT_CANDIDATES, params).fetchall()
     return {row[0] for row in rows}
 
 

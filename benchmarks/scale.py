@@ -27,13 +27,13 @@ from benchmarks.plans import FULL, QUICK, Plan, Scenario
 from benchmarks.report import summarize_run, write_results
 from benchmarks.server import huge_pages_fact, start_bench_server
 from benchmarks.synthetic import Generator
-from haki.assembler import DEFAULT_CONFIG, PRESETS, RetrievalConfig
+from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.db import Database, Role
-from haki.db.connection import embedded_role_url
 from haki.embedding import Embedder, get_embedder
 from haki.heap import freeze_long_lived
 from haki.keys import create_key, hash_key
 from haki.settings import SOURCE_ROOT, Settings
+from haki_local.embedded import embedded_role_url
 
 log = logging.getLogger("benchmarks.scale")
 
@@ -60,7 +60,7 @@ def cpu_per_call(loop: measure.Loop) -> dict[str, float | None]:
 def run_scenario(
     scenario: Scenario, plan: Plan, *, superuser_url: str, settings: Settings,
     config: RetrievalConfig, embedder: Embedder | None, reuse: bool, now: datetime,
-    progress: bool = True, overlap: bool = True,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Load (or reuse) the scenario's data set and measure everything on it."""
     load = ensure_dataset(superuser_url, scenario.dataset, reuse=reuse, now=now,
@@ -86,7 +86,7 @@ def run_scenario(
     ctx = measure.Context(embedded_role_url(superuser_url, Role.APP, load.database),
                           RetrievalConfig.from_settings(settings, config), embedder,
                           {project: hash_key(key) for project, key in api_keys.items()},
-                          api_keys, overlap=overlap)
+                          api_keys)
     naive_queries = queries[:scenario.naive_queries]
 
     if warm_up:
@@ -106,10 +106,6 @@ def run_scenario(
     recall = measure.vector_recall(ctx, queries[:scenario.recall_queries])
     traced = measure.trace_rows(owner_url, [c.trace_id for c in ours])
     wire = measure.protocol(ctx, queries[:PROTOCOL_CALLS])
-    # The plans of the call whose end-to-end time is the median one (after the timed loops:
-    # EXPLAIN ANALYZE runs the statements, and its timing overhead stays out of them).
-    median_call = sorted(range(len(ours)), key=lambda i: ours[i].e2e_ms)[len(ours) // 2]
-    plans = measure.explain(ctx, queries[median_call]) if ctx.config.ranking == "fused" else {}
     log.info("%s: %d clients", scenario.name, plan.clients)
     concurrent = measure.throughput(ctx, queries[:plan.throughput_calls], plan.clients)
 
@@ -180,7 +176,6 @@ def run_scenario(
             "one_client_calls_per_s": round(1000.0 * len(ours) / sum(c.e2e_ms for c in ours), 2),
             "concurrent": concurrent,
         },
-        "plans_of_the_median_call": plans,
         "samples_ms": {
             "ours_e2e": [round(c.e2e_ms, 3) for c in ours],
             "naive_e2e": [round(c.e2e_ms, 3) for c in naive],
@@ -199,7 +194,7 @@ def _mean(values: list[float]) -> float:
 def run_plan(
     plan: Plan, *, superuser_url: str, settings: Settings, embedder: Embedder | None,
     reuse: bool, out_dir: Path | None, config: RetrievalConfig = DEFAULT_CONFIG,
-    progress: bool = True, overlap: bool = True,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Every scenario of ``plan``; the results (and, with ``out_dir``, the files, rewritten
     after each scenario so that an interrupted run keeps what it measured)."""
@@ -210,12 +205,11 @@ def run_plan(
     for scenario in plan.scenarios:
         scenarios.append(run_scenario(
             scenario, plan, superuser_url=superuser_url, settings=settings, config=config,
-            embedder=embedder, reuse=reuse, now=now, progress=progress, overlap=overlap))
+            embedder=embedder, reuse=reuse, now=now, progress=progress))
         results = summarize_run(plan, scenarios, superuser_url=superuser_url,
                                 embedder=embedder, config=config,
                                 wall_s=time.perf_counter() - started)
         results["complete"] = len(scenarios) == len(plan.scenarios)
-        results["embedding_overlaps_first_round_trip"] = overlap
         if out_dir is not None:
             write_results(results, out_dir)
     return results
@@ -230,11 +224,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--provider", default=None,
                         help="embedder for the query-embedding cost (default: HAKI_EMBED_PROVIDER)")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results folder")
-    parser.add_argument("--ranking", choices=sorted(PRESETS), default=None,
-                        help="ranking preset measured (default: HAKI_RANKING)")
-    parser.add_argument("--no-overlap", action="store_true",
-                        help="embed each question before the call instead of during its first "
-                             "round trip (the ablation of the overlap)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -247,12 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     embedder = get_embedder(settings.model_copy(update={"embed_query_cache_size": 0}))
     superuser_url = start_bench_server(huge_pages=True)
     log.info("benchmark server shared memory: %s", huge_pages_fact())
-    if args.ranking:
-        settings = settings.model_copy(update={"ranking": args.ranking})
     results = run_plan(QUICK if args.quick else FULL, superuser_url=superuser_url,
                        settings=settings, embedder=embedder, reuse=args.reuse,
-                       out_dir=args.out, config=PRESETS[settings.ranking],
-                       overlap=not args.no_overlap)
+                       out_dir=args.out)
     for line in [*results["table"], "", *results["cpu_table"]]:
         print(line)
     return 0

@@ -22,14 +22,14 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from benchmarks.server import start_bench_server
-from haki.assembler.assemble import QueryVector, assemble
+from haki.assembler.assemble import assemble
 from haki.assembler.config import RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import acting_for
-from haki.evaluation import scratch_database
 from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import SOURCE_ROOT, Settings
+from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "trace_storage.json"
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
@@ -106,7 +106,7 @@ def measure(calls: int) -> dict[str, float]:
                 request = ContextRequest(project_id=project, subject_id="s",
                                          query=" ".join(rng.choice(WORDS, 4)) + f" {i}",
                                          purpose="answer the user", budget_tokens=800)
-                assembly = assemble(request, QueryVector(q / np.linalg.norm(q)),
+                assembly = assemble(request, lambda q=q: q / np.linalg.norm(q),
                                     db=app_db, config=config)
                 decisions.append(assembly.candidates)
         with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:

@@ -26,12 +26,18 @@ from pathlib import Path
 import numpy as np
 
 from haki.db import Database, Role
-from haki.db.embedded import start_embedded
 from haki.embedding import get_embedder
-from haki.evaluation import Evaluator, evaluation_keys, figures, load_labelled_set, scratch_database
 from haki.memory import MemoryWriter
 from haki.models import DEFAULT_BUDGET_TOKENS
 from haki.settings import SOURCE_ROOT, Settings
+from haki_local.embedded import start_embedded
+from haki_local.evaluation import (
+    Evaluator,
+    evaluation_keys,
+    figures,
+    load_labelled_set,
+    scratch_database,
+)
 
 DEFAULT_SET = SOURCE_ROOT / "tests" / "data" / "eval_bilingual.json"
 #: Sweep points: quantiles of the relevant candidates' distances (a floor below their median

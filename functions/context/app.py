@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from haki.assembler import RetrievalConfig, assemble, embed_in_background
+from haki.assembler import RetrievalConfig, assemble
 from haki.db import Role
 from haki.embedding import Embedder, get_embedder
 from haki.errors import BudgetExceeded
@@ -41,10 +41,8 @@ def post_context(request: ContextRequest) -> ContextResponse:
     log_scope(project_id, request.subject_id)
     model = embedder()
     hits_before = model.cache_stats().hits
-    # Embedded while the assembler's first round trip (BEGIN, scope, text arm) is in flight.
-    query = embed_in_background(model, request.query)
-    assembly = assemble(
-        request.model_copy(update={"project_id": project_id}), query, db=db, config=config)
+    assembly = assemble(request.model_copy(update={"project_id": project_id}),
+                        lambda: model.embed_query(request.query), db=db, config=config)
     logger.append_keys(trace_id=str(assembly.response.trace_id))
     record_assembly(assembly, query_cache_hit=model.cache_stats().hits > hits_before)
     logger.info("context served", extra={

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 
 from haki.db import Role
-from haki.db.connection import DATABASE_NAME, connect, embedded_role_url
-from haki.db.embedded import start_embedded
+from haki.db.connection import DATABASE_NAME, connect
+from haki_local.embedded import embedded_role_url, start_embedded
 from haki_local.launch import LocalApi, local_env, start, stop
 
 #: The tests' names for the launcher of ``haki serve`` (``haki_local.launch``).

@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from haki.db import Role
-from haki.db.connection import DATABASE_NAME, connect, embedded_role_url
-from haki.db.embedded import start_embedded
+from haki.db.connection import DATABASE_NAME, connect
+from haki_local.embedded import embedded_role_url, start_embedded
 from tests.e2e.conftest import Client, Reply, Server, run_cli, start_server, stop_server
 
 ROUNDS = 5

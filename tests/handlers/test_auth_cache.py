@@ -123,9 +123,9 @@ def test_a_cached_key_saves_the_lookup_round_trip(
 ) -> None:
     body = {"project_id": project_id, "subject_id": "alice", "query": "Where does she live?"}
     identity_cache.cache_clear()  # an empty cache, as in a fresh container
-    with handler_db.count_protocol() as cold:
+    with count_protocol(handler_db.connection()) as cold:
         assert invoke("context", "POST", "/v1/context", key=api_key, body=body).status == 200
-    with handler_db.count_protocol() as warm:
+    with count_protocol(handler_db.connection()) as warm:
         assert invoke("context", "POST", "/v1/context", key=api_key, body=body).status == 200
     assert cold.round_trips == warm.round_trips + 1
     assert warm.round_trips <= 3

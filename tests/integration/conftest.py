@@ -16,10 +16,8 @@ import pytest
 from haki.assembler import (
     DEFAULT_CONFIG,
     Assembly,
-    QueryVector,
     RetrievalConfig,
     assemble,
-    embed_query,
 )
 from haki.db import Database
 from haki.db.connection import acting_for
@@ -48,6 +46,7 @@ from haki.memory.facts import list_facts, set_fact_status, write_facts
 from haki.memory.forget import forget
 from haki.models import ContextRequest
 from haki.validation import parse
+from haki_local.baselines import SeedConfig, assemble_seed
 
 NOW = datetime.now(UTC)
 
@@ -116,9 +115,12 @@ class Asker:
     def __call__(self, query: str, vector: np.ndarray, *, subject_id: str = "alice",
                  budget: int = 900, purpose: str | None = "test",
                  config: RetrievalConfig = DEFAULT_CONFIG) -> Assembly:
+        """``config`` a :class:`SeedConfig`: ranked by the comparison baseline."""
         request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
                                  query=query, purpose=purpose, budget_tokens=budget)
-        return assemble(request, QueryVector(vector), db=self.db, config=config)
+        if isinstance(config, SeedConfig):
+            return assemble_seed(request, lambda: vector, db=self.db, config=config)
+        return assemble(request, lambda: vector, db=self.db, config=config)
 
 
 @pytest.fixture
@@ -203,7 +205,7 @@ class Writes:
         request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
                                  query=query, purpose="test")
         with acting_for(self.key_hash):
-            return assemble(request, embed_query(self.embedder, query), db=self.db,
+            return assemble(request, lambda: self.embedder.embed_query(query), db=self.db,
                             config=DEFAULT_CONFIG)
 
     def count(self, table: str, **where: Any) -> int:

@@ -4,8 +4,9 @@ Facts are seeded with chosen embeddings and the query vector is given directly, 
 controls which candidate wins and why. The real embedder is exercised in
 ``test_assembler_language.py``. Rules that do not depend on the ranking (hard filters,
 budget, recall floor, volatility, trace, hostile input) run under both presets (``preset``);
-the seed's scoring, multi-hop and episode rules under ``seed``; the fused ranking's own rules
-(one list, idf text arm over facts and events, neighbours, trace ranks) under ``fused``.
+the comparison baseline's scoring, multi-hop and episode rules under ``seed``
+(``haki_local.baselines``); the served ranking's own rules (one list, idf text arm over facts
+and events, neighbours, trace ranks) under ``fused``.
 """
 
 from collections.abc import Iterator
@@ -18,25 +19,27 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, PRESETS, SEED_CONFIG, Assembly, RetrievalConfig, sql
+from haki.assembler import DEFAULT_CONFIG, Assembly, RetrievalConfig
 from haki.assembler.fusion import rrf_score
-from haki.assembler.retrieval import query_parameters
 from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
 from haki.models import ContextRequest
 from haki.text import estimate_tokens, fact_text
 from haki.validation import parse
+from haki_local.baselines import PLANNER_SETTINGS, SeedConfig, seed_parameters
+from haki_local.protocol import count_protocol
 from tests.integration.conftest import NOW, Asker, Seeder, blend, trace_rows, unit_vector
 
 Q = unit_vector(1)
-SEED = SEED_CONFIG
+SEED = SeedConfig()
 FUSED = DEFAULT_CONFIG
+RANKINGS: dict[str, RetrievalConfig] = {"fused": FUSED, "seed": SEED}
 
 
-@pytest.fixture(params=sorted(PRESETS))
+@pytest.fixture(params=sorted(RANKINGS))
 def preset(request: pytest.FixtureRequest) -> RetrievalConfig:
-    """Each ranking preset in turn, for the rules both must keep."""
-    return PRESETS[request.param]
+    """The served ranking and the comparison baseline in turn, for the rules both keep."""
+    return RANKINGS[request.param]
 
 
 def close(seed: int, weight: float = 0.2) -> np.ndarray:
@@ -509,45 +512,19 @@ def test_hnsw_breadth_follows_the_table_size(
     per_fact = RetrievalConfig(hnsw_rows_per_ef=1)  # pgvector's maximum is 1000
     capped = RetrievalConfig(hnsw_rows_per_ef=1, hnsw_ef_search_max=200)
     for config, expected in ((default, 100), (per_fact, min(rows[0], 1000)), (capped, 200)):
-        params = query_parameters(
-            ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q, config)
+        params = seed_parameters(
+            ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
+            SeedConfig.like(config))
         with app_db.transaction(project_id) as conn:
-            conn.execute(sql.PLANNER_SETTINGS, params)
+            conn.execute(PLANNER_SETTINGS, params)
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),)
 
 
-def test_fused_planner_breadth_follows_each_graph(
-    seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str
+def test_fused_nearest_rows_come_back_once_with_their_current_columns(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
 ) -> None:
-    """The nearest facts search at the facts' graph breadth, the nearest events at the
-    events' (one row per unit here: ``hnsw_rows_per_ef = 1``)."""
-    for i in range(300):
-        seed.event("conversation.message", {"text": f"turn {i}"}, close(i, 0.5))
-    for i in range(40):
-        seed.fact("note", f"fact {i}", close(i, 0.5))
-    owner_conn.execute("ANALYZE facts, events")
-    sizes = dict(owner_conn.execute(
-        "SELECT relname, reltuples::int FROM pg_class "
-        "WHERE oid IN ('facts'::regclass, 'events'::regclass)").fetchall())
-    assert sizes["events"] >= 300 and sizes["facts"] >= 40 and sizes["facts"] != sizes["events"]
-    params = query_parameters(
-        ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
-        replace(FUSED, hnsw_rows_per_ef=1, hnsw_ef_search_min=1))
-    with app_db.transaction(project_id) as conn:
-        for settings, table in ((sql.PLANNER_SETTINGS, "facts"),
-                                (sql.EVENTS_PLANNER_SETTINGS, "events")):
-            conn.execute(settings, params)
-            expected = str(min(sizes[table], 1000))
-            assert conn.execute("SHOW hnsw.ef_search").fetchone() == (expected,)
-
-
-def test_fused_nearest_rows_are_read_back_by_tid_with_their_current_columns(
-    seed: Seeder, ask: Asker, app_db: Database, owner_conn: psycopg.Connection,
-    project_id: str,
-) -> None:
-    """The nearest facts and events take their columns by ``ctid`` (a TID scan), and a row
-    rewritten since it was inserted (new tuple versions, the dead ones not yet vacuumed)
-    comes back once, with its current columns."""
+    """A row rewritten since it was inserted (new tuple versions, the dead ones not yet
+    vacuumed) comes back once, with its current columns."""
     fact = seed.fact("note", "first wording", close(1, 0.1))
     event = seed.event("conversation.message", {"text": "first turn"}, close(2, 0.1))
     for i in range(3):
@@ -561,13 +538,6 @@ def test_fused_nearest_rows_are_read_back_by_tid_with_their_current_columns(
     assert [(e.event_id, e.excerpt) for e in packet.episodes] == [(event, "turn 2")]
     assert sorted(d["fact_id"] or d["event_id"] for d in trace_rows(
         owner_conn, assembly.response.trace_id)) == sorted([fact, event])
-    params = query_parameters(
-        ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q, FUSED)
-    with app_db.transaction(project_id) as conn:
-        for statement in (sql.NEAREST_FACTS, sql.NEAREST_EVENTS):
-            plan = [row[0].strip() for row in conn.execute(
-                "EXPLAIN (COSTS OFF) " + statement, params).fetchall()]
-            assert "TID Cond: (n.ctid = ctid)" in plan
 
 
 # ----------------------------------------------------------------- fused ranking
@@ -789,27 +759,6 @@ def test_the_trace_waits_for_its_flush_only_when_configured(
     assert trace_rows(owner_conn, assembly.response.trace_id)
 
 
-def test_parallel_arms_change_nothing_but_the_connection(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    """The nearest facts on the second connection or before the events on the first: the
-    same packet, the same decisions."""
-    for i in range(12):
-        seed.fact("note", f"invoice fact {i}", close(i, 0.05 * i))
-        seed.event("conversation.message", {"text": f"invoice turn {i}"}, close(50 + i, 0.04 * i),
-                   occurred_at=NOW - timedelta(minutes=30 - i))
-    results = [ask("invoice", Q, config=replace(FUSED, parallel_arms=parallel))
-               for parallel in (True, False)]
-    packets = [r.response.packet for r in results]
-    assert packets[0] == packets[1] and packets[0].facts and packets[0].episodes
-    keep = ("fact_id", "event_id", "action", "reason_code", "rank", "score", "vector_rank",
-            "text_arm_rank", "expanded_from")
-    decisions = [[{k: row[k] for k in keep} for row in trace_rows(owner_conn,
-                                                                  r.response.trace_id)]
-                 for r in results]
-    assert decisions[0] == decisions[1] and len(decisions[0]) == 24
-
-
 def test_neighbours_are_not_gated_and_gated_episodes_lend_nothing(
     seed: Seeder, ask: Asker
 ) -> None:
@@ -845,20 +794,19 @@ def test_fused_trace_ranks_explain_the_fused_score(
 
 @pytest.mark.parametrize(("config", "main", "side"), [
     # fused: scope, text arm, nearest events with their neighbours (their graph's breadth set
-    # inside, haki.assembler.routines), trace; beside it (sibling connection): scope, nearest
+    # inside their SQL functions), trace; beside it (sibling connection): scope, nearest
     # facts.
     (FUSED, 4, 2),
-    # fused, one connection: all of them on it.
-    (replace(FUSED, parallel_arms=False), 5, 0),
     # seed: scope, planner, facts, episodes, multi-hop, trace.
     (SEED, 6, 0),
-], ids=["fused", "fused-one-connection", "seed"])
+], ids=["fused", "seed"])
 def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database,
                              config: RetrievalConfig, main: int, side: int) -> None:
     for i in range(3):
         seed.fact("note", f"her manager is Bernard {i}", close(i))
         seed.event("conversation.message", {"text": f"Bernard called {i}"}, close(10 + i))
-    with app_db.count_protocol() as counts, app_db.sibling().count_protocol() as beside:
+    with (count_protocol(app_db.connection()) as counts,
+          count_protocol(app_db.sibling().connection()) as beside):
         ask("who is the manager", Q, config=config)
     assert (counts.statements, beside.statements) == (main, side)
     # fused: BEGIN, the scope and the text arm (sent before the vector is awaited, read once

@@ -20,10 +20,11 @@ from haki.assembler import DEFAULT_CONFIG
 from haki.assembler import sql as assembler_sql
 from haki.assembler.retrieval import query_parameters
 from haki.db import Database, Role
-from haki.db.connection import connect, embedded_role_url
+from haki.db.connection import connect
 from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import Settings
+from haki_local.embedded import embedded_role_url
 
 
 @pytest.fixture(scope="module")

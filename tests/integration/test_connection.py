@@ -102,13 +102,13 @@ def test_unreachable_database_is_service_unavailable(tmp_path: object) -> None:
 def test_protocol_counts_are_what_crossed_the_wire(app_db: Database, project_id: str) -> None:
     """Plain mode: BEGIN, scope, two statements, COMMIT, each waited for (5 round trips).
     Pipelined, three statements queued until the pipeline ends are one round trip."""
-    with app_db.count_protocol() as plain, app_db.transaction(project_id) as conn:
+    with count_protocol(app_db.connection()) as plain, app_db.transaction(project_id) as conn:
         conn.execute("SELECT 1")
         conn.execute("SELECT 2")
     assert (plain.statements, plain.transaction_control, plain.round_trips) == (3, 2, 5)
 
     conn = app_db.connection()
-    with app_db.count_protocol() as piped, conn.pipeline():
+    with count_protocol(app_db.connection()) as piped, conn.pipeline():
         for n in range(3):
             conn.execute("SELECT %s::int", (n,))
     assert (piped.statements, piped.transaction_control) == (3, 0)

@@ -11,10 +11,10 @@ import pytest
 
 from haki.embedding import Embedder, get_embedder
 from haki.errors import ValidationFailed
-from haki.evaluation import ABLATIONS, EvalQuery, coverage, evaluate, load_labelled_set
 from haki.models import ContextPacket, PacketEpisode, PacketFact
 from haki.settings import Settings
 from haki_local.cli import build_parser
+from haki_local.evaluation import ABLATIONS, EvalQuery, coverage, evaluate, load_labelled_set
 
 SCOPE = {"project_id": "eval-test", "subject_id": "camille"}
 LANG_EVENT, PARCEL_EVENT = uuid.uuid4(), uuid.uuid4()

@@ -12,15 +12,14 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, QueryVector, assemble
+from haki.assembler import DEFAULT_CONFIG, assemble
 from haki.db import Database, Role
-from haki.db.connection import embedded_role_url
-from haki.db.embedded import ensure_database, start_embedded, stop_embedded
 from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
 from haki.errors import ConfigurationError, ServiceUnavailable
 from haki.models import ContextRequest
 from haki.settings import Settings
+from haki_local.embedded import embedded_role_url, ensure_database, start_embedded, stop_embedded
 from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Seeder, unit_vector
 
@@ -47,14 +46,14 @@ def test_connection_killed_before_the_trace_write_serves_nothing_and_writes_noth
 
     monkeypatch.setattr(assemble_module, "write_trace", killed_first)
     with pytest.raises(ServiceUnavailable):
-        assemble(_request(project_id), QueryVector(Q), db=app_db, config=DEFAULT_CONFIG)
+        assemble(_request(project_id), lambda: Q, db=app_db, config=DEFAULT_CONFIG)
     for table in ("context_calls", "context_traces"):
         count = owner_conn.execute(
             f"SELECT count(*) FROM {table} WHERE project_id = %s", (project_id,)).fetchone()
         assert count == (0,), table
     monkeypatch.setattr(assemble_module, "write_trace", original)
     # The handle recovers on the next call: a new connection, a packet and its trace.
-    served = assemble(_request(project_id), QueryVector(Q), db=app_db, config=DEFAULT_CONFIG)
+    served = assemble(_request(project_id), lambda: Q, db=app_db, config=DEFAULT_CONFIG)
     assert served.facts_served == 1
 
 
@@ -66,19 +65,19 @@ def test_the_side_connection_killed_serves_nothing_and_writes_nothing(
     new one."""
     seed.fact("note", "a fact", Q)
     seed.event("conversation.message", {"text": "a turn"}, Q)
-    assert assemble(_request(project_id), QueryVector(Q), db=app_db,
+    assert assemble(_request(project_id), lambda: Q, db=app_db,
                     config=DEFAULT_CONFIG).episodes_served == 1
     side = app_db.sibling().connection()
     owner_conn.execute("SELECT pg_terminate_backend(%s)", (side.info.backend_pid,))
     # Killed between two calls: a connection used a moment ago is not probed first, so the
     # call meets it dead in the middle of its work.
     with pytest.raises(ServiceUnavailable):
-        assemble(_request(project_id), QueryVector(Q), db=app_db, config=DEFAULT_CONFIG)
+        assemble(_request(project_id), lambda: Q, db=app_db, config=DEFAULT_CONFIG)
     for table in ("context_calls", "context_traces"):
         count = owner_conn.execute(
             f"SELECT count(*) FROM {table} WHERE project_id = %s", (project_id,)).fetchone()
         assert count == (1,), table  # the first call's only
-    served = assemble(_request(project_id), QueryVector(Q), db=app_db, config=DEFAULT_CONFIG)
+    served = assemble(_request(project_id), lambda: Q, db=app_db, config=DEFAULT_CONFIG)
     assert (served.facts_served, served.episodes_served) == (1, 1)
     assert app_db.sibling().connection().info.backend_pid != side.info.backend_pid
 
@@ -115,12 +114,12 @@ def test_database_stopped_mid_run_is_503_then_the_next_call_after_restart_succee
     request = _request("p-fault")
     try:
         with acting_as_tenant(urls[Role.OWNER], "p-fault"):
-            assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
+            assemble(request, lambda: Q, db=db, config=DEFAULT_CONFIG)
             stop_embedded(data_dir)
             with pytest.raises(ServiceUnavailable):
-                assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
+                assemble(request, lambda: Q, db=db, config=DEFAULT_CONFIG)
             start_embedded(data_dir)
-            served = assemble(request, QueryVector(Q), db=db, config=DEFAULT_CONFIG)
+            served = assemble(request, lambda: Q, db=db, config=DEFAULT_CONFIG)
         assert served.response.packet.empty_reason == "no_memory"
     finally:
         db.close()

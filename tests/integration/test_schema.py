@@ -111,7 +111,7 @@ def test_runtime_role_reaches_both_indexes(
     is why the full-text arm goes through ``haki_text_search`` (0008): a real context call as
     the runtime role must scan the GIN index (cumulative index statistics). HNSW ordering is
     not a filter, so RLS leaves it usable: EXPLAIN as haki_app shows it."""
-    from haki.assembler import QueryVector, RetrievalConfig, assemble
+    from haki.assembler import RetrievalConfig, assemble
     from haki.db import Database
     from haki.models import ContextRequest
 
@@ -127,7 +127,7 @@ def test_runtime_role_reaches_both_indexes(
         result = assemble(
             ContextRequest(project_id=project_id, subject_id="s0", query="word17 please",
                            purpose="t"),
-            QueryVector(vectors[0]), db=db, config=RetrievalConfig())
+            lambda: vectors[0], db=db, config=RetrievalConfig())
         with db.transaction(project_id) as conn:
             conn.execute("SET LOCAL enable_seqscan = off")
             conn.execute("SET LOCAL enable_indexscan = on")

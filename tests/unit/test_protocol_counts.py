@@ -1,7 +1,7 @@
 """Round trips read from a libpq protocol trace (``haki.db.protocol``): one per time the client
 asks for answers, however the server's messages interleave with what the client still sends."""
 
-from haki.db.protocol import ProtocolCounts
+from haki_local.protocol import ProtocolCounts
 
 
 def _trace(*messages: str) -> str:

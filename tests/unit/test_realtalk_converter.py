@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from haki.evaluation import load_labelled_set
+from haki_local.evaluation import load_labelled_set
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "data" / "realtalk_tiny"

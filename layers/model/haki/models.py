@@ -127,6 +127,20 @@ class TraceDecision:
     expanded_from: UUID | None = None
 
 
+#: A call's decisions are stored as one row of parallel arrays (``context_traces``, migration
+#: 0014): each array column with the :class:`TraceDecision` field whose values it holds, in
+#: order. Every statement that writes or rewrites a trace row takes its column list from here.
+TRACE_ARRAYS: tuple[tuple[str, str], ...] = (
+    ("ordinals", "ordinal"), ("fact_ids", "fact_id"), ("event_ids", "event_id"),
+    ("actions", "action"), ("reasons", "reason_code"), ("ranks", "rank"),
+    ("scores", "score"), ("similarities", "similarity"), ("text_ranks", "text_rank"),
+    ("recencies", "recency"), ("tokens", "tokens"), ("unconfirmed", "unconfirmed"),
+    ("vector_ranks", "vector_rank"), ("text_arm_ranks", "text_arm_rank"),
+    ("expanded_from", "expanded_from"),
+)
+TRACE_COLUMNS = ", ".join(column for column, _ in TRACE_ARRAYS)
+
+
 class InspectResponse(_Strict):
     trace_id: UUID
     project_id: str

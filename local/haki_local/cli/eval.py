@@ -1,21 +1,20 @@
 """``haki eval FILE``: retrieval quality of the assembler on a labelled data set.
 
 The set is loaded into a scratch database of the embedded server (dropped afterwards); at each
-budget its questions run through the assembler with the configured ranking preset, the other
-preset, then the configured one with each part switched off. Prints JSON.
+budget its questions run through the assembler, then with each part switched off, then ranked
+the design page's way for comparison. Prints JSON.
 """
 
 import argparse
 import json
 from pathlib import Path
 
-from haki.assembler import PRESETS
-from haki.db.embedded import start_embedded
 from haki.embedding import get_embedder
 from haki.errors import ConfigurationError
-from haki.evaluation import evaluate, load_labelled_set
 from haki.models import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 from haki.settings import get_settings
+from haki_local.embedded import start_embedded
+from haki_local.evaluation import evaluate, load_labelled_set
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,9 +24,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--budget", type=_budgets, default=(DEFAULT_BUDGET_TOKENS,),
                         help="token budget(s) of questions that do not set one, comma-"
                              "separated, e.g. 900,2000 (default 900)")
-    parser.add_argument("--ranking", choices=sorted(PRESETS), default=None,
-                        help="ranking preset to measure, with its ablations; the other "
-                             "preset is reported beside it (default: HAKI_RANKING)")
     parser.add_argument("--provider", default=None,
                         help="embedder (default: HAKI_EMBED_PROVIDER)")
     parser.add_argument("--misses", action="store_true",
@@ -54,8 +50,6 @@ def _eval(args: argparse.Namespace) -> int:
             "unset HAKI_DATABASE_URL")
     if args.provider:
         settings = settings.model_copy(update={"embed_provider": args.provider})
-    if args.ranking:
-        settings = settings.model_copy(update={"ranking": args.ranking})
     labelled = load_labelled_set(args.file)
     report = evaluate(labelled, superuser_url=start_embedded(settings.data_dir),
                       embedder=get_embedder(settings), settings=settings, budgets=args.budget,

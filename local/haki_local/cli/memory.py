@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from uuid import UUID
 
-from haki.assembler import RetrievalConfig, assemble, embed_query
+from haki.assembler import RetrievalConfig, assemble
 from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
@@ -85,8 +85,9 @@ def _context(args: argparse.Namespace) -> int:
         **({"budget_tokens": _budget(args.budget)} if args.budget is not None else {}),
     })
     settings = get_settings()
+    embedder = get_embedder(settings)
     assembly = assemble(
-        request, embed_query(get_embedder(settings), request.query),
+        request, lambda: embedder.embed_query(request.query),
         db=Database(database_url(settings, Role.OWNER)),
         config=RetrievalConfig.from_settings(settings))
     if args.render:

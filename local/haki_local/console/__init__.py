@@ -37,6 +37,7 @@ from haki.errors import HakiError, TraceNotFound, Unauthorized, ValidationFailed
 from haki.keys import KeyIdentity, authenticate
 from haki.settings import Settings
 from haki_aws.errors import error_body
+from haki_local.baselines import SeedConfig
 from haki_local.server import Reply
 
 PREFIX = "/console"
@@ -71,13 +72,15 @@ class Console:
         self._lock = threading.Lock()
         config = RetrievalConfig.from_settings(settings)
         # How scores are made, for the page to draw each as its stacked components: the fused
-        # list's reciprocal-rank fusion, the seed formula's weights.
+        # list's reciprocal-rank fusion (and the comparison formula's weights, for traces of
+        # calls ranked by ``haki eval``'s baseline).
+        seed = SeedConfig()
         self._ranking = {
-            "preset": config.ranking, "rrf_k": config.rrf_k,
+            "preset": "fused", "rrf_k": config.rrf_k,
             "rrf_weight_vector": config.rrf_weight_vector,
             "rrf_weight_text": config.rrf_weight_text,
-            "weights": {"similarity": config.weight_similarity,
-                        "text_rank": config.weight_text, "recency": config.weight_recency}}
+            "weights": {"similarity": seed.weight_similarity,
+                        "text_rank": seed.weight_text, "recency": seed.weight_recency}}
 
     def handle(self, method: str, target: str,
                headers: Mapping[str, str]) -> Reply | None:

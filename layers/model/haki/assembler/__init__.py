@@ -1,19 +1,8 @@
 """The context assembler (docs/spec.md §4): hard filters, candidates from the vector and
-full-text arms, a ranking preset (``fused`` by default, ``seed`` for comparison), budget
-packing, expansion, and a persisted decision trace."""
+full-text arms, their fusion, budget packing with neighbour expansion, and a persisted
+decision trace."""
 
-from haki.assembler.assemble import (
-    Assembly,
-    QuerySource,
-    QueryVector,
-    assemble,
-    compute_in_background,
-    compute_now,
-    embed_in_background,
-    embed_query,
-)
-from haki.assembler.config import DEFAULT_CONFIG, PRESETS, SEED_CONFIG, RetrievalConfig
+from haki.assembler.assemble import Assembly, Embed, assemble
+from haki.assembler.config import DEFAULT_CONFIG, RetrievalConfig
 
-__all__ = ["DEFAULT_CONFIG", "PRESETS", "SEED_CONFIG", "Assembly", "QuerySource",
-           "QueryVector", "RetrievalConfig", "assemble", "compute_in_background", "compute_now",
-           "embed_in_background", "embed_query"]
+__all__ = ["DEFAULT_CONFIG", "Assembly", "Embed", "RetrievalConfig", "assemble"]

@@ -10,9 +10,9 @@ from haki.text import event_body, event_text, fact_text
 
 @dataclass(frozen=True, slots=True)
 class FactCandidate:
-    """A fact that came up as a candidate, with its score components. Under ``seed`` all of
-    them are the seed formula's; under ``fused`` ``text_rank`` is the text arm's idf score (None:
-    not matched), ``recency`` is None and ``score`` is set by the fusion (``fusion.py``)."""
+    """A fact that came up as a candidate, with its score components: ``text_rank`` is the
+    text arm's idf score (None: not matched); ``recency`` and ``score`` are set only by
+    rankings that compute them (the fused score is the fusion's, ``fusion.py``)."""
 
     id: UUID
     predicate: str
@@ -60,7 +60,7 @@ class EpisodeCandidate:
         return 1.0 - self.distance
 
     def excerpt(self, max_chars: int, *, with_kind: bool = True) -> str:
-        """The packet's excerpt: ``kind: body`` (seed) or the body alone, cut at ``max_chars``."""
+        """The packet's excerpt: ``kind: body`` or the body alone, cut at ``max_chars``."""
         text = event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
         return text[:max_chars]
 

@@ -1,10 +1,9 @@
 """Budget packing and the decision of every candidate — pure Python, no database.
 
-The packer walks the candidates in the order the ranking prescribes — ``fused``: one list of
-facts and episodes by fused score; ``seed``: ranked facts, then multi-hop facts, then
-episodes — takes one decision per candidate, and keeps the packet and the token count that
-result. Every candidate it is shown gets exactly one decision, so the trace explains every row
-considered.
+The packer walks the candidates in the order the ranking prescribes (one list of facts and
+episodes by fused score), takes one decision per candidate, and keeps the packet and the token
+count that result. Every candidate it is shown gets exactly one decision, so the trace explains
+every row considered.
 """
 
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from haki.text import estimate_tokens
 EXPIRING = frozenset({"volatile", "ephemeral"})
 
 #: The trace fields of a fused candidate (``TraceDecision``): each arm's rank and the source
-#: of its neighbour share. Empty under ``seed``.
+#: of its neighbour share.
 ArmRanks = dict[str, int | UUID | None]
 
 
@@ -41,8 +40,8 @@ class Packer:
     Candidates go in by descending score while they fit; one that does not fit is excluded
     ``over_budget`` and the packer goes on with the next (a smaller one further down may still
     fit). ``max_distance`` > 0 turns the recall floor on for ranked facts and episodes;
-    expansion rows (multi-hop facts, neighbour-only episodes) are never gated by it.
-    ``excerpt_with_kind``: an episode's excerpt is ``kind: text`` (seed) or its text alone.
+    expansion rows (neighbour-only episodes) are never gated by it. ``excerpt_with_kind``: an
+    episode's excerpt is ``kind: text`` or its text alone.
     """
 
     budget: int
@@ -56,9 +55,6 @@ class Packer:
     blocked_conflicts: int = field(default=0, init=False)
     expired: int = field(default=0, init=False)
     below_floor: int = field(default=0, init=False)
-    #: Texts of the included facts, for multi-hop entity detection.
-    included_texts: list[str] = field(default_factory=list, init=False)
-
     def __post_init__(self) -> None:
         self.remaining = self.budget
 
@@ -66,33 +62,15 @@ class Packer:
     def tokens_used(self) -> int:
         return self.budget - self.remaining
 
-    @property
-    def considered_fact_ids(self) -> list[UUID]:
-        return [d.fact_id for d in self.decisions if d.fact_id is not None]
-
-    def add_ranked_facts(self, candidates: list[FactCandidate]) -> None:
-        for rank, candidate in enumerate(candidates, start=1):
-            self._decide_fact(candidate, rank, included_reason="top_score", gated=True)
-
-    def add_multi_hop_facts(self, candidates: list[FactCandidate]) -> None:
-        for rank, candidate in enumerate(candidates, start=1):
-            self._decide_fact(candidate, rank, included_reason="multi_hop_expansion", gated=False)
-
-    def add_episodes(self, candidates: list[EpisodeCandidate]) -> None:
-        """Seed: the nearest episodes; an episode's score is its similarity (cosine alone)."""
-        for rank, episode in enumerate(candidates, start=1):
-            self._decide_episode(episode, rank, score=episode.similarity,
-                                 included_reason="episode_match", gated=True)
-
     def add_fused(self, candidates: list[Ranked]) -> None:
         """Fused: facts and episodes in one list, best first. An episode that no arm returned
         came in as a neighbour: ``neighbour_expansion``, not gated by the floor."""
         for rank, ranked in enumerate(candidates, start=1):
             if isinstance(ranked.item, FactCandidate):
-                self._decide_fact(ranked.item, rank, included_reason="top_score", gated=True,
+                self.decide_fact(ranked.item, rank, included_reason="top_score", gated=True,
                                   score=ranked.score, arms=_arm_ranks(ranked))
             else:
-                self._decide_episode(
+                self.decide_episode(
                     ranked.item, rank, score=ranked.score,
                     included_reason=("neighbour_expansion" if ranked.neighbour_only
                                      else "episode_match"),
@@ -139,7 +117,7 @@ class Packer:
         self.remaining -= tokens
         return "included", included_reason
 
-    def _decide_episode(
+    def decide_episode(
         self, episode: EpisodeCandidate, rank: int, *, score: float, included_reason: str,
         gated: bool, arms: ArmRanks | None = None,
     ) -> None:
@@ -156,11 +134,11 @@ class Packer:
             rank=rank, score=score, similarity=episode.similarity,
             text_rank=None, recency=None, tokens=tokens, **(arms or {})))
 
-    def _decide_fact(
+    def decide_fact(
         self, candidate: FactCandidate, rank: int, *, included_reason: str, gated: bool,
         score: float | None = None, arms: ArmRanks | None = None,
     ) -> None:
-        """``score``: the fused score (fused ranking); None: the candidate's own (seed)."""
+        """``score``: the fused score; None: the candidate's own."""
         if candidate.conflict_open:
             # Never scored, never packed: the trace says it was there and why it was hidden.
             self.blocked_conflicts += 1
@@ -180,7 +158,6 @@ class Packer:
         else:
             action, reason = self._admit(tokens, candidate.distance, gated, included_reason)
         if action == "included":
-            self.included_texts.append(text)
             self.facts.append(PacketFact(
                 id=candidate.id, predicate=candidate.predicate, value=candidate.value,
                 confidence=candidate.confidence, valid_from=candidate.valid_from,

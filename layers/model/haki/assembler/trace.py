@@ -2,7 +2,6 @@
 for the local trace console, listed and labelled)."""
 
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,16 +14,10 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from haki.db import Database
-from haki.db.binary_arrays import (
-    BinaryArray,
-    BoolArray,
-    Float4Array,
-    Int4Array,
-    TextArray,
-    UuidArray,
-)
 from haki.errors import TraceNotFound
 from haki.models import (
+    TRACE_ARRAYS,
+    TRACE_COLUMNS,
     ContextPacket,
     ContextRequest,
     ContextResponse,
@@ -34,20 +27,13 @@ from haki.models import (
 from haki.text import event_text, fact_text
 
 #: The call row and its trace row in ONE statement: a data-modifying CTE inserts the call, and
-#: the outer INSERT writes the call's decisions as one compact row of parallel arrays
-#: (migration 0014), each column one list (:func:`trace_arrays`) sent as a *binary* array
-#: parameter (``%(...)b``, packed in one pass by ``haki.db.binary_arrays``; the server reads
-#: them without parsing text), with action and reason encoded by their position in
-#: ``haki_trace_actions()`` / ``haki_trace_reasons()`` (the one place the codes are mapped). A
-#: packet is never stored without its trace and the write costs one round trip however many
-#: candidates there were. Measured against the alternatives, ~190 decisions of a fused call at
-#: 100k facts: one JSON array of decision objects unpacked by ``jsonb_to_recordset`` (0.99 ms
-#: of ``json.dumps`` alone), then typed text array literals (0.77–0.9 ms to build; the whole
-#: write ~4 ms less than the JSON), now binary arrays: the call's transaction with its trace
-#: 4.23 → 3.43 ms p50 (60 writes × 6, alternated; docs/benchmarks.md, "Latency work"). The
-#: trace row takes the call's ``created_at`` (RETURNING), so both land in the same day
-#: partition.
-INSERT_CALL_AND_TRACE = """
+#: the outer INSERT writes the call's decisions as one compact row of parallel arrays, each
+#: column one array parameter cast to the column's type (actions and reasons are stored as
+#: their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``, the one place the
+#: codes are mapped). A packet is never stored without its trace, and the write is one
+#: statement however many candidates there were. The trace row takes the call's
+#: ``created_at`` (RETURNING), so both land in the same day partition.
+INSERT_CALL_AND_TRACE = f"""
 WITH call AS (
     INSERT INTO context_calls (
         trace_id, project_id, subject_id, query, purpose, budget_tokens, packet, token_count,
@@ -60,20 +46,17 @@ WITH call AS (
         %(embed_ms)s, %(retrieval_ms)s, %(latency_ms)s)
     RETURNING trace_id, project_id, created_at
 )
-INSERT INTO context_traces (
-    trace_id, created_at, project_id, ordinals, fact_ids, event_ids, actions, reasons, ranks,
-    scores, similarities, text_ranks, recencies, tokens, unconfirmed, vector_ranks,
-    text_arm_ranks, expanded_from)
+INSERT INTO context_traces (trace_id, created_at, project_id, {TRACE_COLUMNS})
 SELECT call.trace_id, call.created_at, call.project_id,
-       %(ordinals)b::integer[], %(fact_ids)b::uuid[], %(event_ids)b::uuid[],
+       %(ordinals)s::integer[], %(fact_ids)s::uuid[], %(event_ids)s::uuid[],
        ARRAY(SELECT array_position(haki_trace_actions(), code)::smallint
-             FROM unnest(%(actions)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+             FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
        ARRAY(SELECT array_position(haki_trace_reasons(), code)::smallint
-             FROM unnest(%(reasons)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
-       %(ranks)b::integer[], %(scores)b::real[], %(similarities)b::real[],
-       %(text_ranks)b::real[], %(recencies)b::real[], %(tokens)b::integer[],
-       %(unconfirmed)b::boolean[], %(vector_ranks)b::integer[], %(text_arm_ranks)b::integer[],
-       %(expanded_from)b::uuid[]
+             FROM unnest(%(reasons)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+       %(ranks)s::integer[], %(scores)s::real[], %(similarities)s::real[],
+       %(text_ranks)s::real[], %(recencies)s::real[], %(tokens)s::integer[],
+       %(unconfirmed)s::boolean[], %(vector_ranks)s::integer[], %(text_arm_ranks)s::integer[],
+       %(expanded_from)s::uuid[]
 FROM call
 """
 
@@ -90,9 +73,9 @@ WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %
   AND created_at >= %(from)s AND created_at < %(until)s
 """
 
-SELECT_DECISIONS = """
-SELECT ordinal, fact_id, event_id, action, reason_code, rank, score, similarity, text_rank,
-       recency, tokens, unconfirmed, vector_rank, text_arm_rank, expanded_from
+#: One row per decision, through the decoding view (0014), by the decision fields' names.
+SELECT_DECISIONS = f"""
+SELECT {", ".join(field for _, field in TRACE_ARRAYS)}
 FROM context_trace_decisions
 WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s
   AND created_at >= %(from)s AND created_at < %(until)s
@@ -198,38 +181,14 @@ def _packet_json(packet: ContextPacket) -> str:
     return packet.model_dump_json()
 
 
-#: The trace row's array columns: the decision field each holds and the array type of its
-#: elements (``haki.db.binary_arrays``: each one is packed in one pass and refuses an element
-#: of another type).
-_TRACE_ARRAYS: tuple[tuple[str, str, type[BinaryArray]], ...] = (
-    ("ordinals", "ordinal", Int4Array), ("fact_ids", "fact_id", UuidArray),
-    ("event_ids", "event_id", UuidArray), ("actions", "action", TextArray),
-    ("reasons", "reason_code", TextArray), ("ranks", "rank", Int4Array),
-    ("scores", "score", Float4Array), ("similarities", "similarity", Float4Array),
-    ("text_ranks", "text_rank", Float4Array), ("recencies", "recency", Float4Array),
-    ("tokens", "tokens", Int4Array), ("unconfirmed", "unconfirmed", BoolArray),
-    ("vector_ranks", "vector_rank", Int4Array), ("text_arm_ranks", "text_arm_rank", Int4Array),
-    ("expanded_from", "expanded_from", UuidArray),
-)
-
-#: A code as an array element: lower-case letters and underscores only (no quoting needed).
-_CODE = re.compile(r"[a-z_]+")
-_FIELDS = attrgetter(*(field for _, field, _ in _TRACE_ARRAYS))
+_FIELDS = attrgetter(*(field for _, field in TRACE_ARRAYS))
 
 
-def trace_arrays(decisions: Sequence[TraceDecision]) -> dict[str, BinaryArray]:
-    """The trace row's array columns, one array per column, each element None or of its
-    column's type: :class:`TypeError` otherwise, and for a code that is not lower-case letters
-    and underscores (a bad value could only misalign the arrays, never reach the SQL, but it
-    is refused rather than written)."""
-    columns = list(zip(*map(_FIELDS, decisions), strict=True)) or [()] * len(_TRACE_ARRAYS)
-    arrays: dict[str, BinaryArray] = {}
-    for (column, _, array_type), values in zip(_TRACE_ARRAYS, columns, strict=True):
-        if array_type is TextArray and not all(
-                _CODE.fullmatch(v) for v in set(values) - {None} if isinstance(v, str)):
-            raise TypeError("a trace code must be lower-case letters and underscores")
-        arrays[column] = array_type(values)
-    return arrays
+def trace_arrays(decisions: Sequence[TraceDecision]) -> dict[str, list[object]]:
+    """The trace row's array columns, one list per column, in decision order."""
+    columns = list(zip(*map(_FIELDS, decisions), strict=True)) or [()] * len(TRACE_ARRAYS)
+    return {column: list(values)
+            for (column, _), values in zip(TRACE_ARRAYS, columns, strict=True)}
 
 
 def load_trace(

@@ -1,4 +1,4 @@
-"""Database access: connections (psycopg 3 + pgvector), the embedded server, migrations."""
+"""Database access: connections (psycopg 3 + pgvector), migrations, scope indexes."""
 
 from haki.db.connection import Database, Role, database_url
 

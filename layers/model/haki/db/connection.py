@@ -13,21 +13,20 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from functools import cache
-from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import pq
 from psycopg.types.json import set_json_loads
 
-from haki.db.binary_arrays import DUMPERS as ARRAY_DUMPERS
-from haki.db.embedded import ensure_database, start_embedded
-from haki.db.migrate import apply_migrations
-from haki.db.protocol import ProtocolCounts, count_protocol
-from haki.errors import ForbiddenScope, HakiError, ServiceUnavailable, Unauthorized
-from haki.roles import DATABASE_NAME, Role
+from haki.errors import (
+    ConfigurationError,
+    ForbiddenScope,
+    HakiError,
+    ServiceUnavailable,
+    Unauthorized,
+)
+from haki.roles import Role
 from haki.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,38 +39,30 @@ CONNECT_TIMEOUT_S = 5
 PROBE_AFTER_IDLE_S = 30.0
 
 
-def database_url(settings: Settings, role: Role, *, database: str = DATABASE_NAME) -> str:
-    """The libpq URL for ``role``.
+#: Where each role's URL comes from when ``HAKI_DATABASE_URL`` is not set: installed by a
+#: local composition (``haki_local.embedded``), never set in a deployment.
+_local_urls: Callable[[Role], str] | None = None
 
-    With ``HAKI_DATABASE_URL`` set, that URL is used as given: a deployment gives each process
-    the URL of its own role. Without it, the embedded server is started (or joined), its
-    database created and migrated (local development needs no setup step), and the role is
-    chosen by user name over its Unix socket (trust auth).
-    """
+
+def use_local_database(urls: Callable[[Role], str] | None) -> None:
+    """Serve :func:`database_url` from ``urls`` (a role's URL) when no URL is configured;
+    None removes it."""
+    global _local_urls
+    _local_urls = urls
+
+
+def database_url(settings: Settings, role: Role) -> str:
+    """The libpq URL for ``role``: ``HAKI_DATABASE_URL`` as given (a deployment gives each
+    process the URL of its own role), else the local database's, when one is installed."""
     if settings.database_url:
         return settings.database_url
-    return _embedded_database(settings.data_dir, database)[role]
-
-
-@cache
-def _embedded_database(data_dir: Path, database: str) -> dict[Role, str]:
-    superuser_url = start_embedded(data_dir)
-    ensure_database(superuser_url, database)
-    urls = {role: embedded_role_url(superuser_url, role, database) for role in Role}
-    apply_migrations(urls[Role.OWNER])
-    return urls
-
-
-def embedded_role_url(superuser_url: str, role: Role, database: str) -> str:
-    """The URL of ``role`` on ``database`` of the embedded server (Unix socket, trust auth)."""
-    socket_dir = superuser_url.split("host=", 1)[1]
-    user = "postgres" if role is Role.OWNER else role.value
-    return f"postgresql://{user}@/{database}?host={quote(socket_dir)}"
+    if _local_urls is None:
+        raise ConfigurationError("HAKI_DATABASE_URL is not set")
+    return _local_urls(role)
 
 
 def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
-    """Open an autocommit connection with the vector type and the binary array types
-    (``haki.db.binary_arrays``) registered.
+    """Open an autocommit connection with the vector type registered.
 
     Autocommit: transactions are explicit (``conn.transaction()``), so nothing stays open
     between calls. ``prepare_threshold=None``: never prepare server-side (RDS Proxy pinning).
@@ -86,8 +77,6 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
     )
     register_vector(conn)
     set_json_loads(load_json, conn)
-    for array_type, dumper in ARRAY_DUMPERS:
-        conn.adapters.register_dumper(array_type, dumper)
     return conn
 
 
@@ -234,17 +223,10 @@ class Database:
                         "the memory store is unavailable, retry shortly") from exc
         raise AssertionError("unreachable")
 
-    @contextmanager
-    def count_protocol(self) -> Iterator[ProtocolCounts]:
-        """Count the statements and round trips of the block on this handle's connection
-        (opened first if needed; benchmarks and tests — see ``haki.db.protocol``)."""
-        with count_protocol(self.connection()) as counts:
-            yield counts
-
     def sibling(self) -> "Database":
         """A second handle on the same database, with its own connection (opened on first
         use, replaced when dropped, closed with this one), for work that runs beside this
-        handle's transaction: the context call's nearest facts (``assembler.retrieval``)."""
+        handle's transaction: the context call's nearest facts (``assembler.arms``)."""
         if self._sibling is None:
             self._sibling = Database(self._conninfo,
                                      statement_timeout_ms=self._statement_timeout_ms,

@@ -34,6 +34,7 @@ from haki.memory.store import (
     transaction_time,
     write_transaction,
 )
+from haki.models import TRACE_ARRAYS, TRACE_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,19 @@ SELECT (SELECT count(*) FROM facts_gone) AS facts,
        (SELECT count(*) FROM rollups_gone) AS stats_rollups
 """
 
+#: Each array of a trace row with one fact's decisions left out (``d``: its elements, by
+#: column name, and their position ``n``).
+_KEPT_DECISIONS = ",\n               ".join(
+    f"coalesce(array_agg(d.{column} ORDER BY d.n), '{{}}')" for column, _ in TRACE_ARRAYS)
+_ROW_ARRAYS = ", ".join(f"t.{column}" for column, _ in TRACE_ARRAYS)
+
 #: One fact and every mention of it, in one statement. The fact's mentions are all in its own
 #: scope (the assembler and the write rules never cross it): the scope's calls
 #: (context_calls_scope_idx) lead to their trace rows (context_traces primary key) and packets;
 #: its conflict sets come from conflict_sets_scope_idx; the fact goes by primary key. A packet
 #: keeps its other facts, in order; a set keeps its other facts, or goes when fewer than two
 #: would be left. The two statements on conflict_sets touch disjoint rows.
-ERASE_FACT = """
+ERASE_FACT = f"""
 WITH calls AS (
     SELECT trace_id, created_at FROM context_calls
     WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
@@ -96,36 +103,17 @@ WITH calls AS (
     WHERE t.project_id = %(project_id)s AND %(id)s::uuid = ANY (t.fact_ids)
 ), traces_gone AS (
     UPDATE context_traces AS t
-    SET (ordinals, fact_ids, event_ids, actions, reasons, ranks, scores, similarities,
-         text_ranks, recencies, tokens, unconfirmed, vector_ranks, text_arm_ranks,
-         expanded_from) = (
-        SELECT coalesce(array_agg(d.o ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.f ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.e ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.a ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.r ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.rk ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.s ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.si ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.tr ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.re ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.tk ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.u ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.vr ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.ta ORDER BY d.n), '{}'),
-               coalesce(array_agg(d.x ORDER BY d.n), '{}')
-        FROM unnest(t.ordinals, t.fact_ids, t.event_ids, t.actions, t.reasons, t.ranks,
-                    t.scores, t.similarities, t.text_ranks, t.recencies, t.tokens,
-                    t.unconfirmed, t.vector_ranks, t.text_arm_ranks, t.expanded_from)
-             WITH ORDINALITY AS d(o, f, e, a, r, rk, s, si, tr, re, tk, u, vr, ta, x, n)
-        WHERE d.f IS DISTINCT FROM %(id)s::uuid)
+    SET ({TRACE_COLUMNS}) = (
+        SELECT {_KEPT_DECISIONS}
+        FROM unnest({_ROW_ARRAYS}) WITH ORDINALITY AS d({TRACE_COLUMNS}, n)
+        WHERE d.fact_ids IS DISTINCT FROM %(id)s::uuid)
     FROM mentions AS m
     WHERE t.trace_id = m.trace_id AND t.created_at = m.created_at
       AND t.project_id = %(project_id)s
     RETURNING m.decisions
 ), redacted AS (
     UPDATE context_calls
-    SET packet = jsonb_set(packet, '{facts}', (
+    SET packet = jsonb_set(packet, '{{facts}}', (
         SELECT coalesce(jsonb_agg(served.fact ORDER BY served.n), '[]'::jsonb)
         FROM jsonb_array_elements(packet -> 'facts') WITH ORDINALITY AS served(fact, n)
         WHERE served.fact ->> 'id' <> %(id)s::text))

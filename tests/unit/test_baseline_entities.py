@@ -1,6 +1,6 @@
 """Multi-hop entity detection: rule-based, deterministic, bounded."""
 
-from haki.assembler.entities import extract_entities
+from haki_local.entities import extract_entities
 
 
 def test_ranked_by_frequency_then_first_seen() -> None:
