@@ -1,4 +1,4 @@
-"""Per context call: database CPU, WAL, rows and bytes written (docs/scaling.md, issue 12).
+"""Per context call: database CPU, WAL, rows and bytes written (docs/scaling.md, §2).
 
     python -m benchmarks.capacity [--calls 300]
 

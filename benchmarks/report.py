@@ -97,7 +97,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         if s:
             check(f"{scenario_name}: e2e p50 ms", s["ours"]["e2e"]["p50"], 20, False)
             check(f"{scenario_name}: e2e p95 ms", s["ours"]["e2e"]["p95"], 40, False)
-    # Issue 13's tails: the big subject and the big scope.
+    # The tails: the big subject and the big scope.
     for scenario_name, limit in ((_SCENARIO_HARD, 80), (_SCENARIO_1M, 100)):
         s = by_name.get(scenario_name)
         if s:

@@ -7,12 +7,12 @@ reported in the results; ``shared_buffers`` needs a restart, done here when it c
 Huge pages: RDS for PostgreSQL maps its shared memory with 2 MB huge pages by default (every
 instance class but micro, small and medium). With 4 kB pages, each backend takes a minor page
 fault the first time it touches each 4 kB of a shared buffer, even one another backend already
-read: measured here on the 1,000-scope table, the first text arm of a call 582 faults and
-9.3 ms against 5.7 ms for the same statement again, 4.6 against 4.3 ms with huge pages. So the
-scale benchmark asks for them (``start_bench_server(huge_pages=True)``): when the kernel has
-too few reserved and the run may raise ``vm.nr_hugepages`` (root), it reserves what the
-server's shared memory needs for the run, restarts the server on them and gives them back at
-exit; otherwise it says how and runs on 4 kB pages. The results say which.
+read, which slows every connection's first statements
+(docs/decisions/2026-12-01-huge-pages.md). So the scale benchmark asks for them
+(``start_bench_server(huge_pages=True)``): when the kernel has too few reserved and the run
+may raise ``vm.nr_hugepages`` (root), it reserves what the server's shared memory needs for
+the run, restarts the server on them and gives them back at exit; otherwise it says how and
+runs on 4 kB pages. The results say which.
 """
 
 import atexit
@@ -70,7 +70,7 @@ def restart_pending(conn: psycopg.Connection) -> bool:
 
     ``pg_file_settings`` reads the files as the query runs; ``pg_settings.pending_restart``
     waits for the server to handle the reload signal, so right after a first ``ALTER SYSTEM``
-    it could still say no — and the huge pages were then sized for the old shared_buffers."""
+    it could still say no — and the huge pages would then be sized for the old shared_buffers."""
     row = conn.execute(
         "SELECT count(*) FROM pg_file_settings WHERE NOT applied AND error IS NOT NULL"
     ).fetchone()

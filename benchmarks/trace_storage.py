@@ -1,4 +1,4 @@
-"""Bytes a context call leaves in the database (issue 12, item 3), at ~120 decisions a call.
+"""Bytes a context call leaves in the database (docs/scaling.md), at ~120 decisions a call.
 
     python -m benchmarks.trace_storage --label after [--calls 300]
 

@@ -1,4 +1,4 @@
-"""The context call's trace write with 0 and with >= 10M stored decisions (issue 12, item 4).
+"""The context call's trace write with 0 and with >= 10M stored decisions (docs/scaling.md).
 
     python -m benchmarks.trace_write [--calls 90000] [--writes 400]
 

@@ -16,8 +16,9 @@ What the set holds:
   its speaker (who said it is part of the memory) and followed by the caption of a shared
   photo, if any;
 - with ``--summary-facts``, every per-speaker session summary ("Kate takes a cooking class")
-  as a fact ``session_event`` valid from the session's date. The summaries cite no turn, so
-  they can never cover an evidence label: they measure whether summaries crowd the turns out;
+  as a fact ``session_event`` valid from the date of its conversation. The summaries cite no
+  turn, so they can never cover an evidence label: they measure whether summaries crowd the
+  turns out;
 - every question with at least one resolvable evidence turn, its ``category`` named after
   LoCoMo's numbering (1 multi-hop, 2 temporal, 3 open-domain).
 

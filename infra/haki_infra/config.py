@@ -105,7 +105,7 @@ class HakiConfig:
     bastion: bool = False
     #: Extra ``HAKI_*`` runtime variables for every function (recall floor, horizons, ...).
     runtime_env: dict[str, str] = field(default_factory=dict)
-    #: Opt-in (issue 12): a read-only RDS Proxy endpoint over the Aurora reader (a reader is
+    #: Opt-in: a read-only RDS Proxy endpoint over the Aurora reader (a reader is
     #: added in dev mode too), given to the inspect and stats functions only
     #: (``HAKI_DB_READER_HOST``). Aurora only: RDS Proxy has no read-only endpoint over an RDS
     #: instance's read replicas.

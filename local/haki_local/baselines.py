@@ -176,8 +176,8 @@ text_query AS (
 #: GIN index cannot serve the leaky ``@@`` operator for the runtime role, so the function runs
 #: as the owner and applies the tenant boundary itself. It ranks at most ``text_rank_cap``
 #: facts holding every term (``q_all``, the best text matches, usually few) plus at most
-#: ``text_rank_cap`` holding any term: ``ts_rank_cd`` costs ~7 µs a row (measured), and an
-#: ORed common term can match a large share of a big scope. Below the cap the ranking is exact;
+#: ``text_rank_cap`` holding any term: ``ts_rank_cd`` has a cost per row ranked, and an ORed
+#: common term can match a large share of a big scope. Below the cap the ranking is exact;
 #: past it the any-term side ranks the first matches found (the vector arm still covers the
 #: scope; see RetrievalConfig.text_rank_cap).
 TWO_PHASE_FACT_CANDIDATES = f"""
@@ -289,7 +289,7 @@ class SeedConfig(RetrievalConfig):
     episode_top_k: int = 8
     multi_hop_max_entities: int = 2
     multi_hop_max_per_entity: int = 5
-    #: At most this many matching rows are ranked by ts_rank_cd (~7 µs a row), for facts
+    #: At most this many matching rows are ranked by ts_rank_cd (a cost per row), for facts
     #: holding all the question's terms and again for facts holding any.
     text_rank_cap: int = 500
     use_recency: bool = True

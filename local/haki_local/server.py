@@ -247,8 +247,11 @@ async def _internal_error(request: Request, error: Exception) -> Response:
 
 
 def local_app() -> Starlette:
-    """uvicorn's factory, called in each worker process: the real handlers and the console."""
-    return create_app(load_handlers(), Console(get_settings()))
+    """uvicorn's factory, called in each worker process: the real handlers and the console,
+    over the embedded database unless ``HAKI_DATABASE_URL`` names one."""
+    settings = get_settings()
+    use_embedded_database(settings)
+    return create_app(load_handlers(), Console(settings))
 
 
 class ContractH11Protocol(H11Protocol):

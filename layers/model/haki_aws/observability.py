@@ -88,7 +88,7 @@ def record_writes(counts: dict[str, int]) -> None:
 
 
 def record_partitions(created: int, dropped: int, default_rows: int) -> None:
-    """The partition maintenance of a scheduled run (issue 12), flushed at once: a scheduled
+    """The partition maintenance of a scheduled run (docs/scaling.md), flushed at once: a scheduled
     function has no ``log_metrics`` wrapper. ``DefaultPartitionRows`` > 0 means rows were
     written to a day that had no partition (alarm on it)."""
     metrics.add_metric(name="TracePartitionsCreated", unit=MetricUnit.Count, value=created)

@@ -90,10 +90,10 @@ def normalize_query(text: str) -> str:
     """The text a query is embedded as, and its cache key: lone surrogates replaced, Unicode
     NFC, whitespace runs (any Unicode space, tab, newline) collapsed to one space, ends stripped.
 
-    Case is kept: e5's tokenizer is cased and its vectors differ by case (measured cosine 0.992
-    for a lower-cased question, 0.975 upper-cased). Whitespace inside a text already collapses
-    in both tokenizers, but a trailing space is a token of its own for e5 (cosine 0.988), so
-    stripping it makes ``"question\n"`` and ``"question"`` one query, as they should be.
+    Case is kept: e5's tokenizer is cased, so a lower-cased or upper-cased question gets a
+    different vector. Whitespace inside a text already collapses in both tokenizers, but a
+    trailing space is a token of its own for e5, so stripping it makes ``"question\n"`` and
+    ``"question"`` one query, as they should be.
     """
     return " ".join(unicodedata.normalize("NFC", _clean(text)).split())
 
@@ -170,10 +170,11 @@ class Embedder:
     """Embeds queries and passages with one provider's model; thread-safe.
 
     ``threads``: onnxruntime intra-op threads. ``spin``: whether those threads busy-wait for
-    work between operators (onnxruntime's default). Off by default: with 2 threads on a loaded
-    2-core machine spinning measured 1.19x the 1-thread latency and no spinning 0.72x, and on a
-    Lambda whose CPU share is capped (1,769 MB is one vCPU of time over two cores) a spinning
-    thread burns the share the other one needs. No effect with one thread.
+    work between operators (onnxruntime's default). Off by default: a spinning thread competes
+    for the cores with the other thread and the database, which made 2 spinning threads slower
+    than one (docs/embedder.md, "Speed"), and on a Lambda whose CPU share is capped (1,769 MB
+    is one vCPU of time over two cores) a spinning thread burns the share the other one needs.
+    No effect with one thread.
     ``query_cache_size``: query vectors kept in the LRU cache (0 disables it).
     """
 
@@ -273,15 +274,16 @@ class Embedder:
         if not texts:
             return out
         session, tokenizer = self._load()
-        # One text (a query) skips encode_batch's thread pool: 39 against 120 µs, same ids.
+        # One text (a query) skips encode_batch's thread pool, which costs more than tokenizing
+        # it; the ids are the same.
         encodings = ([tokenizer.encode(texts[0])] if len(texts) == 1
                      else tokenizer.encode_batch(texts))
         # Only texts of the same token length share an onnxruntime batch, so nothing is ever
         # padded: a text's vector is bit for bit the same alone or in any batch, on every CPU.
         # (With padding, x86_64 stayed exact but arm64 did not: the attention's float sums
-        # change in the last bits with the padded length, and the int8 activation rounding of
-        # MatMulNBits turns that into differences up to 7e-3; measured under qemu, Neoverse N1.)
-        # No padding is also cheaper: 9.96 against 11.66 ms per text (CPU) on 156 EN/FR texts.
+        # change in the last bits with the padded length, and the rounding of the int8
+        # activations turns that into visible differences; docs/embedder.md, "arm64".)
+        # No padding is also cheaper: no work is spent on pad tokens.
         by_length: dict[int, list[int]] = {}
         for i, encoding in enumerate(encodings):
             by_length.setdefault(len(encoding.ids), []).append(i)
@@ -302,7 +304,7 @@ def _cached(provider: str, model_dir: Path, threads: int, query_cache_size: int)
 @lru_cache(maxsize=8)
 def _resolved(model_dir: Path) -> Path:
     """The folder's canonical path, resolved once: ``Path.resolve`` stats every component,
-    ~0.1 ms a time on the context call's path before the embedding starts."""
+    which would otherwise sit on the context call's path before the embedding starts."""
     return model_dir.resolve()
 
 

@@ -36,9 +36,9 @@ MAX_BODY_BYTES = 1_048_576
 #: Model tokens one batch may embed, all records together (413 beyond, naming the first record
 #: past it). Each text counts what the model reads of it: at most its 512-token window, prefix
 #: included; a longer text is truncated there (stored whole, embedded on its first ~2,000
-#: characters). Embedding is the cost of a write, about linear in tokens (~0.6-0.9 ms a token
-#: on one core, benchmarks/ingest.py): this bound keeps the worst batch near 10-15 s on one
-#: vCPU, inside API Gateway's 29 s integration timeout. 100 short messages (~30 tokens each)
+#: characters). Embedding is the cost of a write, about linear in tokens (docs/benchmarks.md,
+#: "Ingest benchmark"): this bound keeps the worst batch on one vCPU well inside API
+#: Gateway's 29 s integration timeout. 100 short messages (~30 tokens each)
 #: use a fifth of it; 32 messages of 2,000 characters fill it.
 MAX_EMBED_TOKENS = 16_384
 #: One event's ``payload`` as compact UTF-8 JSON, in bytes (413 beyond).
