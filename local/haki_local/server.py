@@ -51,6 +51,7 @@ from haki.settings import get_settings
 from haki_aws.errors import CONTENT_TYPE, INTERNAL_MESSAGE, error_body
 from haki_aws.routes import ROUTES, Route
 from haki_local.console import PREFIX, Console
+from haki_local.embedded import use_embedded_database
 
 #: API Gateway's own payload limit; the handlers apply the contract's smaller ones.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024

@@ -59,7 +59,7 @@ def test_connection_killed_before_the_trace_write_serves_nothing_and_writes_noth
 def test_the_side_connection_killed_serves_nothing_and_writes_nothing(
     seed: Seeder, app_db: Database, owner_conn: psycopg.Connection, project_id: str,
 ) -> None:
-    """The nearest facts run on the handle's second connection (the handle's second connection): when it
+    """The nearest facts run on the handle's second connection: when it
     dies the call fails as a whole (503, no call row, no trace) and the next call opens a
     new one."""
     seed.fact("note", "a fact", Q)
