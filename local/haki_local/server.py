@@ -81,11 +81,6 @@ class LambdaContext:
         return 30_000
 
 
-class RequestTimeout(HakiError):
-    code = "request_timeout"
-    status = 408
-
-
 def load_handlers(routes: tuple[Route, ...] = ROUTES) -> dict[str, Handler]:
     """``functions/<name>/app.py:handler`` of every routed function."""
     return {r.function: import_module(f"functions.{r.function}.app").handler for r in routes}
@@ -163,7 +158,8 @@ async def read_body(request: Request, timeout_s: float) -> bytes:
                 if len(body) > MAX_PAYLOAD_BYTES:
                     raise too_large
     except TimeoutError:
-        raise RequestTimeout(f"the request body did not arrive within {timeout_s:g} s") from None
+        raise HTTPException(408, f"the request body did not arrive within {timeout_s:g} s"
+                            ) from None
     return bytes(body)
 
 
@@ -230,7 +226,8 @@ async def _contract_error(request: Request, error: Exception) -> Response:
 
 
 async def _http_error(request: Request, error: Exception) -> Response:
-    """Starlette's refusals: no route (404), a method no route of the path serves (405)."""
+    """The server's own refusals: no route (404), a method no route of the path serves (405),
+    a body too slow to arrive (408)."""
     assert isinstance(error, HTTPException)
     target = f"{request.method} {request.url.path}"
     if error.status_code == 404:
@@ -239,6 +236,8 @@ async def _http_error(request: Request, error: Exception) -> Response:
         allowed = (error.headers or {}).get("Allow", "")
         return error_response(405, "method_not_allowed", f"{target} is not allowed; use {allowed}",
                               error.headers)
+    if error.status_code == 408:
+        return error_response(408, "request_timeout", error.detail)
     return error_response(error.status_code, "validation_error", error.detail, error.headers)
 
 
