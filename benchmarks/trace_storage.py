@@ -113,7 +113,9 @@ def measure(calls: int) -> dict[str, float]:
             conn.execute("VACUUM context_calls, context_traces")
             sizes = {}
             for table in ("context_calls", "context_traces"):
-                heap, index = conn.execute(SIZES_SQL, {"table": table}).fetchone()
+                row = conn.execute(SIZES_SQL, {"table": table}).fetchone()
+                assert row is not None
+                heap, index = row
                 sizes[table] = (heap / calls, index / calls)
         owner_db.close()
         app_db.close()
