@@ -61,9 +61,11 @@ $(STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]' -e clients/python
 	touch $@
 
-# ruff, then the layering contract of pyproject.toml (infra/ is not an installed package).
+# ruff, the static types ([tool.mypy] of pyproject.toml), then the layering contract of
+# pyproject.toml (infra/ is not an installed package).
 lint: install
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	PYTHONPATH=infra $(VENV)/bin/lint-imports
 
 # Known vulnerabilities of the shipped pins; a printed skip when the advisory service is away.

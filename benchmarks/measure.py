@@ -21,7 +21,7 @@ import psycopg
 
 from benchmarks.synthetic import BenchQuery
 from haki.assembler import RetrievalConfig, arms, assemble
-from haki.assembler.assemble import nearest_facts_beside
+from haki.assembler.assemble import Embed, nearest_facts_beside
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
@@ -99,6 +99,11 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     return {"p50": round(float(p50), 3), "p95": round(float(p95), 3),
             "p99": round(float(p99), 3), "mean": round(float(a.mean()), 3),
             "max": round(float(a.max()), 3), "n": int(a.size)}
+
+
+def precomputed(vector: np.ndarray) -> Embed:
+    """The embedding step of a call whose query vector was computed beforehand."""
+    return lambda: vector
 
 
 def _request(q: BenchQuery) -> ContextRequest:
@@ -212,7 +217,7 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
                   count_protocol(db.sibling().connection()) as side):
                 identity = authenticate(db, ctx.api_keys[q.project_id], cache)
                 with acting_for(identity.key_hash):
-                    assemble(_request(q), lambda q=q: q.vector, db=db, config=ctx.config)
+                    assemble(_request(q), precomputed(q.vector), db=db, config=ctx.config)
             (counted.request_round_trips_cold if cold
              else counted.request_round_trips_warm).append(counts.round_trips)
             if not cold:  # no lookup: the assembler's own traffic

@@ -188,7 +188,7 @@ class Generator:
             topics = rng.choice(len(TOPICS), size=n, p=self.topic_p)
             vectors = encode_vectors(self._vectors(rng, topics))
             ages = rng.uniform(0, HISTORY_DAYS * _DAY, size=n)
-            rows = []
+            rows: list[tuple[object, ...]] = []
             for i in range(n):
                 scope = self.spec.scopes[scope_idx[i]]
                 event_id = self._event_ids[cursor[scope_idx[i]]]
@@ -218,7 +218,7 @@ class Generator:
             volatilities = rng.choice(len(_VOLATILITIES), size=n, p=_VOLATILITY_P)
             ages = rng.uniform(0, HISTORY_DAYS * _DAY, size=n)
             draws = rng.random((n, 5))
-            rows = []
+            rows: list[tuple[object, ...]] = []
             for i in range(n):
                 s = int(scope_idx[i])
                 scope = self.spec.scopes[s]

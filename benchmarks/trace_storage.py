@@ -21,6 +21,7 @@ import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
+from benchmarks.measure import precomputed
 from benchmarks.server import start_bench_server
 from haki.assembler.assemble import assemble
 from haki.assembler.config import RetrievalConfig
@@ -106,14 +107,16 @@ def measure(calls: int) -> dict[str, float]:
                 request = ContextRequest(project_id=project, subject_id="s",
                                          query=" ".join(rng.choice(WORDS, 4)) + f" {i}",
                                          purpose="answer the user", budget_tokens=800)
-                assembly = assemble(request, lambda q=q: q / np.linalg.norm(q),
+                assembly = assemble(request, precomputed(q / np.linalg.norm(q)),
                                     db=app_db, config=config)
                 decisions.append(assembly.candidates)
         with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
             conn.execute("VACUUM context_calls, context_traces")
             sizes = {}
             for table in ("context_calls", "context_traces"):
-                heap, index = conn.execute(SIZES_SQL, {"table": table}).fetchone()
+                row = conn.execute(SIZES_SQL, {"table": table}).fetchone()
+                assert row is not None
+                heap, index = row
                 sizes[table] = (heap / calls, index / calls)
         owner_db.close()
         app_db.close()

@@ -22,6 +22,7 @@ import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,11 +85,11 @@ def main(argv: list[str] | None = None) -> int:
                                   budget=args.budget)
             without_floor = evaluator.config
             base_outcomes = evaluator.run()
-            base = figures(base_outcomes)
+            base: dict[str, Any] = figures(base_outcomes)
             pairs = evaluator.candidate_distances(base_outcomes)
             distances = np.array([d for d, _ in pairs])
             relevant = np.array([r for _, r in pairs])
-            rows = []
+            rows: list[dict[str, Any]] = []
             for threshold in sweep_points(distances, relevant):
                 run = figures(evaluator.run(
                     replace(without_floor, recall_max_distance=threshold)))
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             owner.close()
             app.close()
 
-    base_recall = float(base["mean_recall"] or 0.0)  # type: ignore[arg-type]
+    base_recall = float(base["mean_recall"] or 0.0)
     floor_ok = [r for r in rows if r["mean_recall"] >= base_recall - args.max_recall_loss]
     recommended = min(floor_ok, key=lambda r: r["max_distance"]) if floor_ok else None
     print(f"embedder {embedder.provider}: {len(pairs)} candidates "

@@ -693,6 +693,7 @@ def _background(subject: Subject, rnd: random.Random) -> tuple[list[dict], list[
         amount = f"{rnd.randrange(9, 400)}.{rnd.randrange(100):02d} EUR"
         order = f"CMD-{rnd.randrange(10000, 99999)}"
         kind = i % 6
+        value: dict[str, object]
         if kind == 0:
             predicate, value = "invoice_issued", (
                 {"facture": f"F-{year}-{i:04d}", "montant": amount, "période": f"{mon} {year}"}
@@ -728,7 +729,7 @@ def _background(subject: Subject, rnd: random.Random) -> tuple[list[dict], list[
         when = (f"{rnd.choice((2024, 2025, 2026))}-{rnd.randrange(1, 13):02d}-"
                 f"{rnd.randrange(1, 28):02d}T{rnd.randrange(7, 22):02d}:00:00Z")
         order, carrier = f"CMD-{rnd.randrange(10000, 99999)}", rnd.choice(_CARRIERS)
-        kind, text = rnd.choice((
+        event_kind, text = rnd.choice((
             ("order.shipped", f"Commande {order} expédiée par {carrier}." if fr
              else f"Order {order} shipped with {carrier}."),
             ("email.sent", "Facture mensuelle envoyée par e-mail." if fr
@@ -740,7 +741,7 @@ def _background(subject: Subject, rnd: random.Random) -> tuple[list[dict], list[
         ))
         events.append({
             "id": str(_id(subject, f"bg-event-{i}")), "project_id": subject.project,
-            "subject_id": subject.subject, "kind": kind, "payload": {"text": text},
+            "subject_id": subject.subject, "kind": event_kind, "payload": {"text": text},
             "occurred_at": when})
     return facts, events
 

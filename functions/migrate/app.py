@@ -42,7 +42,9 @@ BUILD_MARGIN_S = 180.0
 def read_secret(secret_arn: str) -> dict[str, Any]:
     """The JSON of the owner secret (``host``, ``port``, ``dbname``, ``username``, ...)."""
     client = boto3.client("secretsmanager")
-    return json.loads(client.get_secret_value(SecretId=secret_arn)["SecretString"])
+    response = client.get_secret_value(SecretId=secret_arn)
+    secret: dict[str, Any] = json.loads(response["SecretString"])
+    return secret
 
 
 def owner_conninfo(secret: Mapping[str, Any]) -> str:

@@ -164,7 +164,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None) -> MC
         supersedes_id: Annotated[str | None, Field(
             description="the fact this one replaces")] = None,
     ) -> Recorded:
-        fields = {"confidence": confidence, "volatility": volatility,
+        fields: dict[str, Any] = {"confidence": confidence, "volatility": volatility,
                   "supersedes_id": supersedes_id}
         written = await call(lambda c: c.record_fact(
             subject_id, predicate, value, **{k: v for k, v in fields.items() if v is not None}))

@@ -160,7 +160,8 @@ def authenticate(db: Database, key: str | None,
     if row is None:
         raise Unauthorized(_UNAUTHORIZED)
     key_id, org_id, project_id = row
-    identity = KeyIdentity(key_id=key_id, org_id=str(org_id), project_id=str(project_id),  # type: ignore[arg-type]
+    assert isinstance(key_id, UUID)
+    identity = KeyIdentity(key_id=key_id, org_id=str(org_id), project_id=str(project_id),
                            key_hash=key_hash)
     if cache is not None:
         cache.put(identity)

@@ -133,7 +133,7 @@ class Settings(BaseModel):
             if raw is not None and raw != "":
                 values[name] = raw
         try:
-            return cls(**values)
+            return cls.model_validate(values)
         except ValidationError as exc:
             problems = "; ".join(
                 (f"HAKI_{str(err['loc'][0]).upper()}: " if err["loc"] else "") + err["msg"]

@@ -33,23 +33,23 @@ def error_body(code: str, message: str) -> str:
     return json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False)
 
 
-def error_response(status: int, code: str, message: str) -> Response:
+def error_response(status: int, code: str, message: str) -> Response[str]:
     """The resolver response of an error (logged without a stack trace)."""
     log = logger.warning if status < HTTPStatus.INTERNAL_SERVER_ERROR else logger.error
     log("request failed", extra={"error_code": code, "status": status})
     return Response(status_code=status, content_type=CONTENT_TYPE, body=error_body(code, message))
 
 
-def unsupported_media_type() -> Response:
+def unsupported_media_type() -> Response[str]:
     return error_response(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "validation_error",
                           "the request body must be JSON (Content-Type: application/json)")
 
 
-def domain_response(error: HakiError) -> Response:
+def domain_response(error: HakiError) -> Response[str]:
     return error_response(error.status, error.code, error.message)
 
 
-def internal_error() -> Response:
+def internal_error() -> Response[str]:
     """A 500 that says nothing about the cause (the log has it)."""
     return error_response(HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", INTERNAL_MESSAGE)
 
@@ -64,7 +64,7 @@ def error_code(result: Mapping[str, Any]) -> str | None:
         return "internal_error"
 
 
-def as_proxy_result(response: Response) -> dict[str, Any]:
+def as_proxy_result(response: Response[str]) -> dict[str, Any]:
     """A resolver response as the raw API Gateway proxy result (for checks before routing)."""
     return {
         "statusCode": response.status_code,
@@ -94,16 +94,13 @@ def responses(success: HTTPStatus, *errors: type[HakiError]) -> dict[int, Any]:
 def register_error_handlers(app: APIGatewayRestResolver) -> None:
     """Map every failure on ``app``'s routes to the contract."""
 
-    @app.exception_handler(RequestValidationError)
-    def _validation(exc: RequestValidationError) -> Response:
+    def _validation(exc: RequestValidationError) -> Response[str]:
         return domain_response(classify_validation(exc.errors()))
 
-    @app.exception_handler(RequestUnsupportedContentType)
-    def _content_type(exc: RequestUnsupportedContentType) -> Response:
+    def _content_type(exc: RequestUnsupportedContentType) -> Response[str]:
         return unsupported_media_type()
 
-    @app.exception_handler(HakiError)
-    def _domain(exc: HakiError) -> Response:
+    def _domain(exc: HakiError) -> Response[str]:
         if exc.status >= HTTPStatus.INTERNAL_SERVER_ERROR and not isinstance(
             exc, ServiceUnavailable
         ):
@@ -111,11 +108,17 @@ def register_error_handlers(app: APIGatewayRestResolver) -> None:
             return internal_error()
         return domain_response(exc)
 
-    @app.exception_handler(Exception)
-    def _unexpected(exc: Exception) -> Response:
+    def _unexpected(exc: Exception) -> Response[str]:
         logger.exception("unexpected failure")
         return internal_error()
 
-    @app.not_found
-    def _not_found(exc: Exception) -> Response:
+    def _not_found(exc: Exception) -> Response[str]:
         return error_response(HTTPStatus.NOT_FOUND, "not_found", "no such route")
+
+    # Registered by call rather than as decorators: Powertools leaves the registering methods
+    # unannotated, which would erase the handlers' types.
+    app.exception_handler(RequestValidationError)(_validation)
+    app.exception_handler(RequestUnsupportedContentType)(_content_type)
+    app.exception_handler(HakiError)(_domain)
+    app.exception_handler(Exception)(_unexpected)
+    app.not_found(_not_found)

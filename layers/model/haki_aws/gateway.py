@@ -53,7 +53,8 @@ def _body_bytes(event: Mapping[str, Any]) -> int:
 
 
 def _content_type(event: Mapping[str, Any]) -> str:
-    for name, value in (event.get("headers") or {}).items():
+    headers: Mapping[str, str] = event.get("headers") or {}
+    for name, value in headers.items():
         if name.lower() == "content-type":
             return value.split(";", 1)[0].strip().lower()
     return ""
@@ -116,7 +117,8 @@ def _resolve(
     refusal = _refusal(event)
     if refusal is not None:
         return refusal
-    app.append_context(**{IDENTITY: identity})
+    app.append_context(  # type: ignore[no-untyped-call]  # Powertools leaves it unannotated
+        **{IDENTITY: identity})
     # Every tenant transaction of the request is bound to this key (row-level security follows
     # the key, migration 0013): a route that named another project would see nothing.
     with acting_for(identity.key_hash):

@@ -38,7 +38,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def traced(method: F) -> F:
     """An X-Ray subsegment around a route: its timing, never its response or its error."""
-    return tracer.capture_method(method, capture_response=False, capture_error=False)
+    return tracer.capture_method(capture_response=False, capture_error=False)(method)
 
 
 def subject_ref(project_id: str, subject_id: str) -> str:

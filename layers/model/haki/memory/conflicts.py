@@ -97,7 +97,8 @@ def open_conflict(
     params = {"project_id": project_id, "subject_id": subject_id, "fact_ids": fact_ids}
     row = conn.execute(SELECT_OPEN_SET_OF, params).fetchone()
     if row is not None:
-        set_id, members = row
+        set_id: UUID = row[0]
+        members: list[UUID] = row[1]
         merged = list(dict.fromkeys([*members, *fact_ids]))
         if merged != members:
             conn.execute(SET_FACT_IDS, {"id": set_id, "fact_ids": merged})

@@ -182,7 +182,7 @@ def _check_sources(conn: psycopg.Connection, project_id: str, facts: list[FactIn
     wanted = list({i for fact in facts for i in fact.source_event_ids})
     if not wanted:
         return
-    subject_of = dict(conn.execute(
+    subject_of: dict[UUID, str] = dict(conn.execute(
         SELECT_SOURCES, {"project_id": project_id, "ids": wanted}).fetchall())
     for index, fact in enumerate(facts):
         for position, event_id in enumerate(fact.source_event_ids):

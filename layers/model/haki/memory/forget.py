@@ -17,6 +17,7 @@ content — not even the subject or fact id.
 
 import logging
 import uuid
+from typing import Literal
 from uuid import UUID
 
 import psycopg
@@ -155,7 +156,7 @@ def forget(db: Database, project_id: str, request: ForgetRequest) -> ForgetRespo
     """``POST /v1/forget``. An unknown fact (or another project's) is :class:`FactNotFound`;
     a subject with nothing stored is forgotten with zero counts (a retried erasure succeeds)."""
     check_scope(project_id, request)
-    target = "subject" if request.subject_id is not None else "fact"
+    target: Literal["subject", "fact"] = "subject" if request.subject_id is not None else "fact"
     with write_transaction(db, project_id) as conn:
         at = transaction_time(conn)
         if request.subject_id is not None:

@@ -90,7 +90,8 @@ def transaction_time(conn: psycopg.Connection) -> datetime:
     """``now()``: the transaction's start, which every ``now()`` of its statements wrote."""
     row = conn.execute("SELECT now()").fetchone()
     assert row is not None
-    return row[0]
+    now: datetime = row[0]
+    return now
 
 
 def _lock_key(*parts: str) -> int:

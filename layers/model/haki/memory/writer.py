@@ -72,11 +72,14 @@ class MemoryWriter:
         with write_transaction(self._db, None) as conn:
             for project, event_rows in _by_project(events, event_vectors):
                 set_scope(conn, project)
-                conn.cursor().executemany(UPSERT_EVENT, [
-                    event_row(id=e.id, project_id=e.project_id, subject_id=e.subject_id,
-                              kind=e.kind, payload=e.payload, occurred_at=e.occurred_at,
-                              idempotency_key=None, embedding=v)
-                    for e, v in event_rows])
+                rows = []
+                for e, v in event_rows:
+                    assert e.id is not None  # every event was given an id above
+                    rows.append(event_row(
+                        id=e.id, project_id=e.project_id, subject_id=e.subject_id, kind=e.kind,
+                        payload=e.payload, occurred_at=e.occurred_at, idempotency_key=None,
+                        embedding=v))
+                conn.cursor().executemany(UPSERT_EVENT, rows)
                 tick(len(event_rows))
             for project, fact_rows in _by_project(facts, fact_vectors):
                 set_scope(conn, project)

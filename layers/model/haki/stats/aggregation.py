@@ -57,12 +57,16 @@ def aggregate(
         watermark_row = conn.execute(
             "SELECT rolled_until FROM stats_watermark FOR UPDATE"
         ).fetchone()
-        cutoff, earliest, rerun_hour = conn.execute(
+        bounds_row = conn.execute(
             "SELECT date_trunc('hour', now() - %s, 'UTC'), "
             "       (SELECT date_trunc('hour', min(created_at), 'UTC') FROM context_calls), "
             "       date_trunc('hour', %s::timestamptz, 'UTC')",
             (grace, rerun_from),
         ).fetchone()
+        assert bounds_row is not None
+        cutoff: datetime = bounds_row[0]
+        earliest: datetime | None = bounds_row[1]
+        rerun_hour: datetime | None = bounds_row[2]
         watermark: datetime | None = watermark_row[0] if watermark_row else None
         start = watermark or earliest or cutoff
         if rerun_hour is not None:
@@ -92,11 +96,13 @@ RollupRow = tuple[str, str, datetime, int, int, int, list[int]]
 
 def fold_rollups(rows: Sequence[tuple[str, str, datetime, int, int, int, int]]) -> list[RollupRow]:
     """Fold per-latency-bucket counts into one rollup row per (project, subject, hour)."""
-    folded: dict[tuple[str, str, datetime], list] = {}
+    # Per scope and hour: (calls, calls with facts, tokens) and the latency histogram.
+    folded: dict[tuple[str, str, datetime], tuple[list[int], list[int]]] = {}
     for project_id, subject_id, hour, bucket, calls, with_facts, tokens in rows:
-        acc = folded.setdefault((project_id, subject_id, hour), [0, 0, 0, [0] * HISTOGRAM_SIZE])
-        acc[0] += calls
-        acc[1] += with_facts
-        acc[2] += tokens
-        acc[3][bucket] += calls
-    return [(p, s, h, a[0], a[1], a[2], a[3]) for (p, s, h), a in sorted(folded.items())]
+        totals, hist = folded.setdefault(
+            (project_id, subject_id, hour), ([0, 0, 0], [0] * HISTOGRAM_SIZE))
+        totals[0] += calls
+        totals[1] += with_facts
+        totals[2] += tokens
+        hist[bucket] += calls
+    return [(p, s, h, t[0], t[1], t[2], hist) for (p, s, h), (t, hist) in sorted(folded.items())]
