@@ -13,7 +13,7 @@ fetches when it needs them (in a pipeline, a fetch is a round trip).
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import numpy as np
@@ -77,7 +77,7 @@ def _horizons(config: RetrievalConfig) -> dict[str, float]:
     }
 
 
-def _search(config: RetrievalConfig, request: ContextRequest, table: str,
+def _search(config: RetrievalConfig, request: ContextRequest, table: Literal["facts", "events"],
             vector: np.ndarray) -> dict[str, Any]:
     """What both vector arms take: the vector, the call's depth and the breadth of the graph
     searched (the subject's own graph when it has one)."""

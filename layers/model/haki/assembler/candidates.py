@@ -30,7 +30,14 @@ class FactCandidate:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "FactCandidate":
-        return cls(**{name: row.get(name) for name in cls.__slots__})
+        """A row of a candidates statement; a score component it lacks is None."""
+        return cls(
+            id=row["id"], predicate=row["predicate"], value=row["value"],
+            confidence=row["confidence"], valid_from=row["valid_from"],
+            source_event_ids=row["source_event_ids"], volatility=row["volatility"],
+            distance=row["distance"], text_rank=row.get("text_rank"),
+            recency=row.get("recency"), conflict_open=row["conflict_open"],
+            horizon_passed=row["horizon_passed"], score=row.get("score"))
 
     @property
     def similarity(self) -> float:

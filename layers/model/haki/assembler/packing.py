@@ -7,6 +7,7 @@ every row considered.
 """
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 from uuid import UUID
 
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
@@ -25,12 +26,19 @@ EXPIRING = frozenset({"volatile", "ephemeral"})
 
 #: The trace fields of a fused candidate (``TraceDecision``): each arm's rank and the source
 #: of its neighbour share.
-ArmRanks = dict[str, int | UUID | None]
+class ArmRanks(TypedDict):
+    vector_rank: int | None
+    text_arm_rank: int | None
+    expanded_from: UUID | None
+
+
+#: A candidate no arm ranked (the comparison baseline's).
+NO_ARMS = ArmRanks(vector_rank=None, text_arm_rank=None, expanded_from=None)
 
 
 def _arm_ranks(ranked: Ranked) -> ArmRanks:
-    return {"vector_rank": ranked.vector_rank, "text_arm_rank": ranked.text_arm_rank,
-            "expanded_from": ranked.expanded_from}
+    return ArmRanks(vector_rank=ranked.vector_rank, text_arm_rank=ranked.text_arm_rank,
+                    expanded_from=ranked.expanded_from)
 
 
 @dataclass
@@ -132,7 +140,7 @@ class Packer:
             ordinal=len(self.decisions),
             fact_id=None, event_id=episode.id, action=action, reason_code=reason,
             rank=rank, score=score, similarity=episode.similarity,
-            text_rank=None, recency=None, tokens=tokens, **(arms or {})))
+            text_rank=None, recency=None, tokens=tokens, **(arms or NO_ARMS)))
 
     def decide_fact(
         self, candidate: FactCandidate, rank: int, *, included_reason: str, gated: bool,
@@ -146,7 +154,7 @@ class Packer:
                 ordinal=len(self.decisions),
                 fact_id=candidate.id, event_id=None, action="blocked",
                 reason_code="conflict_open", rank=rank, score=None, similarity=None,
-                text_rank=None, recency=None, tokens=None, **(arms or {})))
+                text_rank=None, recency=None, tokens=None, **(arms or NO_ARMS)))
             return
         text = candidate.text
         tokens = estimate_tokens(text)
@@ -168,4 +176,4 @@ class Packer:
             rank=rank, score=candidate.score if score is None else score,
             similarity=candidate.similarity, text_rank=candidate.text_rank,
             recency=candidate.recency, tokens=tokens,
-            unconfirmed=unconfirmed and action == "included", **(arms or {})))
+            unconfirmed=unconfirmed and action == "included", **(arms or NO_ARMS)))

@@ -7,7 +7,6 @@ A Lambda container keeps the connection between invocations; a dropped connectio
 idle timeout, failover) is replaced on the next transaction.
 """
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -17,7 +16,6 @@ from contextvars import ContextVar
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import pq
-from psycopg.types.json import set_json_loads
 
 from haki.errors import (
     ConfigurationError,
@@ -61,7 +59,7 @@ def database_url(settings: Settings, role: Role) -> str:
     return _local_urls(role)
 
 
-def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
+def connect(conninfo: str) -> psycopg.Connection:
     """Open an autocommit connection with the vector type registered.
 
     Autocommit: transactions are explicit (``conn.transaction()``), so nothing stays open
@@ -73,29 +71,9 @@ def connect(conninfo: str, **kwargs: object) -> psycopg.Connection:
         prepare_threshold=None,
         connect_timeout=CONNECT_TIMEOUT_S,
         application_name="haki",
-        **kwargs,
     )
     register_vector(conn)
-    set_json_loads(load_json, conn)
     return conn
-
-
-#: The C scanner behind ``json.loads`` (the decoder ``json.loads`` itself uses: no hooks).
-_SCAN_JSON = json.JSONDecoder().scan_once
-
-
-def load_json(data: bytes) -> object:
-    """``json.loads(data)`` for the json/jsonb values PostgreSQL sends, without its per-value
-    Python layers (encoding detection, two whitespace regexes): the same C scanner, so the same
-    objects. Text that does not begin and end on a value (never PostgreSQL's own output) goes
-    to ``json.loads`` itself, errors included. A context call decodes ~400 such values (each
-    fact's value, each event's payload); the stdlib path was 3/4 of the rows' decoding time."""
-    text = data.decode()
-    try:
-        value, end = _SCAN_JSON(text, 0)
-    except StopIteration:
-        return json.loads(text)
-    return value if end == len(text) else json.loads(text)
 
 
 #: The sha256 of the API key the current request (or task) acts for; see :func:`acting_for`.

@@ -73,7 +73,8 @@ def apply_migrations(conninfo: str, migrations_dir: Path | None = None) -> list[
                 )
                 """
             )
-            recorded = dict(conn.execute("SELECT name, checksum FROM schema_migrations").fetchall())
+            recorded: dict[str, str] = dict(
+                conn.execute("SELECT name, checksum FROM schema_migrations").fetchall())
             _check_history(recorded, migrations)
             for migration in migrations:
                 if migration.name in recorded:

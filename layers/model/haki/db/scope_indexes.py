@@ -216,7 +216,8 @@ def reconcile_scope_indexes(
     say = progress or (lambda _message: None)
     run = ScopeIndexRun()
     with connect(conninfo) as conn:
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (ADVISORY_LOCK_KEY,)).fetchone()[0]:
+        locked = conn.execute("SELECT pg_try_advisory_lock(%s)", (ADVISORY_LOCK_KEY,)).fetchone()
+        if not (locked and locked[0]):
             log.info("scope indexes: another run holds the lock; nothing done")
             return ScopeIndexRun(ran=False)
         try:
