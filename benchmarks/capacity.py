@@ -34,9 +34,9 @@ from haki.assembler.assemble import assemble
 from haki.assembler.config import RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import acting_for
-from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import SOURCE_ROOT, Settings
+from haki_local.admin import tenant_keys
 from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "capacity.json"

@@ -30,8 +30,9 @@ from benchmarks.synthetic import Generator
 from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.db import Database, Role
 from haki.embedding import Embedder, get_embedder
-from haki.keys import create_key, hash_key
+from haki.keys import hash_key
 from haki.settings import SOURCE_ROOT, Settings
+from haki_local.admin import create_key
 from haki_local.embedded import embedded_role_url
 
 log = logging.getLogger("benchmarks.scale")

@@ -24,7 +24,7 @@ from pgvector.psycopg import register_vector
 from benchmarks.server import start_bench_server
 from haki.db import Database, Role
 from haki.db.connection import acting_for
-from haki.keys import tenant_keys
+from haki_local.admin import tenant_keys
 from haki_local.evaluation import scratch_database
 
 REPEATS = 300

@@ -28,7 +28,6 @@ import numpy as np
 
 from haki.db import Database, Role
 from haki.embedding import get_embedder
-from haki.memory import MemoryWriter
 from haki.models import DEFAULT_BUDGET_TOKENS
 from haki.settings import SOURCE_ROOT, Settings
 from haki_local.embedded import start_embedded
@@ -39,6 +38,7 @@ from haki_local.evaluation import (
     load_labelled_set,
     scratch_database,
 )
+from haki_local.writer import MemoryWriter
 
 DEFAULT_SET = SOURCE_ROOT / "tests" / "data" / "eval_bilingual.json"
 #: Sweep points: quantiles of the relevant candidates' distances (a floor below their median

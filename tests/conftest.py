@@ -28,8 +28,8 @@ from haki.db import Database, Role
 from haki.db.connection import acting_for, connect
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder, get_embedder
-from haki.keys import tenant_keys
 from haki.settings import Settings
+from haki_local.admin import tenant_keys
 from haki_local.embedded import embedded_role_url, start_embedded, stop_embedded
 
 _db_names = itertools.count()

@@ -42,8 +42,6 @@ from haki.db.connection import acting_for
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
-from haki.keys import tenant_keys
-from haki.memory import MemoryWriter, parse_document_text
 from haki.models import (
     DEFAULT_BUDGET_TOKENS,
     MAX_BUDGET_TOKENS,
@@ -55,8 +53,11 @@ from haki.models import (
     MemoryDocument,
 )
 from haki.settings import Settings
+from haki_local.admin import tenant_keys
 from haki_local.baselines import SeedConfig, assemble_seed
+from haki_local.documents import parse_document_text
 from haki_local.embedded import embedded_role_url
+from haki_local.writer import MemoryWriter
 
 #: Each part of the served ranking switched off in turn (``RetrievalConfig`` switches).
 ABLATIONS: dict[str, dict[str, Any]] = {

@@ -1,8 +1,8 @@
 """``haki_client.render`` gives exactly the service's ``render_packet`` string."""
 
-from haki.assembler.render import render_packet
 from haki.models import ContextPacket as ServicePacket
 from haki_client import ContextPacket, render
+from haki_local.render import render_packet
 from tests.clients.hostile import packets
 
 

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from haki.assembler.render import render_packet
 from haki.models import ContextPacket as ServicePacket
 from haki_client import AsyncHakiClient, EventIn, HakiClient, HakiError, render
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
+from haki_local.render import render_packet
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.clients.stub import Scripted, closed_port_url, stub_server
 from tests.e2e.conftest import Client, Server

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from haki.assembler.render import render_packet
 from haki.models import ContextPacket as ServicePacket
 from haki_local.demo import DEMO_PROJECT
+from haki_local.render import render_packet
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT, packets
 from tests.e2e.conftest import Client, Server
 

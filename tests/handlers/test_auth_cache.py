@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from haki.db import Database
-from haki.keys import IdentityCache, KeyIdentity, create_key, hash_key, list_keys, revoke_key
+from haki.keys import IdentityCache, KeyIdentity, hash_key
 from haki.models import FactRecord
 from haki_aws.auth import identity_cache
 from haki_aws.routes import ROUTES
+from haki_local.admin import create_key, list_keys, revoke_key
 from haki_local.protocol import count_protocol
 from tests.handlers.conftest import Answer, Invoke
 

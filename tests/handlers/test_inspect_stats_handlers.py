@@ -9,8 +9,8 @@ import pytest
 import functions.stats.app as stats_app
 from haki.db import Database, Role
 from haki.db.migrate import apply_migrations
-from haki.keys import create_key
 from haki.models import FactRecord
+from haki_local.admin import create_key
 from tests.handlers.conftest import FakeLambdaContext, Invoke
 
 INSPECT = "/v1/inspect/{trace_id}"

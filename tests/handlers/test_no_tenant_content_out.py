@@ -13,9 +13,9 @@ from pathlib import Path
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.keys import create_key
-from haki.memory import MemoryWriter
 from haki.models import FactRecord, MemoryDocument
+from haki_local.admin import create_key
+from haki_local.writer import MemoryWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 

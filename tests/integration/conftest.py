@@ -23,7 +23,6 @@ from haki.assembler import (
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
-from haki.keys import tenant_keys
 from haki.memory.api import (
     ConflictListRequest,
     ConflictPage,
@@ -47,6 +46,7 @@ from haki.memory.facts import list_facts, set_fact_status, write_facts
 from haki.memory.forget import forget
 from haki.models import ContextRequest
 from haki.validation import parse
+from haki_local.admin import tenant_keys
 from haki_local.baselines import SeedConfig, assemble_seed
 from tests.conftest import eventually, tenant_thread
 

@@ -8,8 +8,9 @@ import psycopg
 from haki.assembler import RetrievalConfig, assemble
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.memory import MemoryWriter, parse_document_text
 from haki.models import ContextRequest
+from haki_local.documents import parse_document_text
+from haki_local.writer import MemoryWriter
 
 FACTS = [
     ("invoice_language", "Les factures doivent être envoyées en français"),

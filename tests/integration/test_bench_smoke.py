@@ -18,9 +18,9 @@ from benchmarks.scale import run_plan
 from benchmarks.synthetic import Generator
 from haki.db import Database, Role
 from haki.db.connection import connect
-from haki.keys import tenant_keys
 from haki.models import ContextRequest
 from haki.settings import Settings
+from haki_local.admin import tenant_keys
 from haki_local.baselines import (
     EXHAUSTIVE_FACT_CANDIDATES,
     PLANNER_SETTINGS,

@@ -11,7 +11,8 @@ import pytest
 from haki.db import Database, Role
 from haki.db.connection import acting_for, connect
 from haki.errors import ForbiddenScope, Unauthorized
-from haki.keys import hash_key, revoke_key, tenant_keys
+from haki.keys import hash_key
+from haki_local.admin import revoke_key, tenant_keys
 from tests.integration.conftest import uniform_vector
 
 ROLES_WITHOUT_POWERS = ("haki_app", "haki_stats")

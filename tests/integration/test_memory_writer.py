@@ -13,8 +13,9 @@ import pytest
 from haki.db import Database, Role
 from haki.embedding import Embedder
 from haki.errors import ValidationFailed
-from haki.memory import MemoryWriter, parse_document_text
 from haki.memory.conflicts import resolve_conflict
+from haki_local.documents import parse_document_text
+from haki_local.writer import MemoryWriter
 
 
 def _doc(project_id: str, **sections: list[dict]) -> str:

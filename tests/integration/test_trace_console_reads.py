@@ -4,10 +4,10 @@ calls and the current text of the candidates a trace names, on the runtime role.
 import psycopg
 import pytest
 
-from haki.assembler.trace import candidate_texts, recent_calls
 from haki.db import Database
 from haki.errors import ForbiddenScope
 from haki.text import event_text, fact_text
+from haki_local.console.reads import candidate_texts, recent_calls
 from tests.integration.conftest import Asker, Seeder, blend, unit_vector
 
 Q = unit_vector(7)

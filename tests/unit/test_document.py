@@ -3,7 +3,7 @@
 import pytest
 
 from haki.errors import ValidationFailed
-from haki.memory import parse_document_text
+from haki_local.documents import parse_document_text
 
 FACT = ('{"project_id": "p", "subject_id": "s", "predicate": "lang", "value": "fr"}')
 

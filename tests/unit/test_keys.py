@@ -2,7 +2,8 @@
 
 import hashlib
 
-from haki.keys import KEY_PREFIX, display_prefix, generate_key, hash_key, looks_like_key
+from haki.keys import KEY_PREFIX, hash_key, looks_like_key
+from haki_local.admin import display_prefix, generate_key
 
 
 def test_generated_keys_are_prefixed_random_and_well_formed() -> None:

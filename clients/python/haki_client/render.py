@@ -1,6 +1,6 @@
 """The prompt-ready ``<haki_memory>`` block, exactly as the service renders it.
 
-This is a copy of ``haki.assembler.render.render_packet`` and of the text helpers it uses
+This is a copy of ``haki_local.render.render_packet`` and of the text helpers it uses
 (``haki.text``), so the client needs nothing of the service installed; a test renders hostile
 packets with both and requires the same string.
 

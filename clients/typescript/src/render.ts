@@ -1,6 +1,6 @@
 /**
  * The prompt-ready `<haki_memory>` block, exactly as the service renders it
- * (`haki.assembler.render.render_packet`); a test renders hostile packets with both.
+ * (`haki_local.render.render_packet`); a test renders hostile packets with both.
  *
  * Memory is tenant data, and some of it was written by whoever talked to the agent: it must
  * not be able to close the block, open a forged one, or add lines that look like the block's

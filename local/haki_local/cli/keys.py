@@ -6,8 +6,8 @@ import argparse
 from uuid import UUID
 
 from haki.db import Database, Role, database_url
-from haki.keys import create_key, create_project, list_keys, list_projects, revoke_key
 from haki.settings import get_settings
+from haki_local.admin import create_key, create_project, list_keys, list_projects, revoke_key
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

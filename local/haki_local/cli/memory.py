@@ -15,15 +15,16 @@ from pathlib import Path
 from uuid import UUID
 
 from haki.assembler import RetrievalConfig, assemble
-from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
-from haki.memory import MemoryWriter, parse_document
 from haki.memory.api import ResolveRequest
 from haki.memory.conflicts import resolve
 from haki.models import ContextRequest
 from haki.settings import get_settings
 from haki.validation import parse
+from haki_local.documents import parse_document
+from haki_local.render import render_packet
+from haki_local.writer import MemoryWriter
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

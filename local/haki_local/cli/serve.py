@@ -26,8 +26,9 @@ from haki.db import Database, Role, database_url
 from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
 from haki.errors import Unauthorized, ValidationFailed
-from haki.keys import authenticate, create_key
+from haki.keys import authenticate
 from haki.settings import Settings, get_settings
+from haki_local.admin import create_key
 from haki_local.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Writing memory: the write API's core (SPEC §11) and the loading of memory documents.
+"""Writing memory: the write API's core (SPEC §11).
 
 - ``api``: request and response models of the write routes, and their limits;
 - ``events``: ``POST /v1/events`` (idempotent ingestion);
@@ -8,12 +8,8 @@
 - ``conflicts``: ``GET /v1/conflicts``, ``POST /v1/conflicts/{id}/resolve``;
 - ``forget``: ``POST /v1/forget`` (disable or erase a subject or a fact, with a receipt);
 - ``store``: embedding in batches, the write transaction, the advisory locks;
-- ``pagination``: the listings' opaque keyset cursor;
-- ``document`` / ``writer``: ``haki load``, the demo and ``haki eval``, through the same
-  statements and embedding batches.
+- ``pagination``: the listings' opaque keyset cursor.
+
+Loading a memory document as written (``haki load``, the demo, ``haki eval``) is the local
+composition's (``haki_local.documents``, ``haki_local.writer``), through the same statements.
 """
-
-from haki.memory.document import parse_document, parse_document_text
-from haki.memory.writer import LoadSummary, MemoryWriter
-
-__all__ = ["LoadSummary", "MemoryWriter", "parse_document", "parse_document_text"]
