@@ -10,12 +10,11 @@ import pytest
 
 from haki.db import Database, Role
 from haki.errors import ProjectOfAnotherOrg, Unauthorized, ValidationFailed
-from haki.keys import (
-    authenticate,
+from haki.keys import authenticate, hash_key
+from haki_local.admin import (
     create_key,
     create_project,
     generate_key,
-    hash_key,
     list_keys,
     list_projects,
     revoke_key,
