@@ -146,11 +146,22 @@ def fresh_database(pg_superuser_url: str) -> Callable[[], dict[Role, str]]:
 
 
 @pytest.fixture(scope="session")
-def db_urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
+def migrated_database(
+        fresh_database: Callable[[], dict[Role, str]]) -> Callable[[], dict[Role, str]]:
+    """Create an empty database and migrate it; return its URL for each role."""
+
+    def create() -> dict[Role, str]:
+        urls = fresh_database()
+        apply_migrations(urls[Role.OWNER])
+        return urls
+
+    return create
+
+
+@pytest.fixture(scope="session")
+def db_urls(migrated_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
     """The test run's migrated database: URL per role."""
-    urls = fresh_database()
-    apply_migrations(urls[Role.OWNER])
-    return urls
+    return migrated_database()
 
 
 @pytest.fixture(scope="session")
@@ -176,12 +187,7 @@ def open_database() -> Iterator[Callable[[str], Database]]:
 def tenant_key(db_urls: dict[Role, str], project_id: str) -> Iterator[str]:
     """A live key of the test's project; the test acts for it (``acting_for``), as a request
     with that key would: the runtime role then sees this project and nothing else."""
-    owner = Database(db_urls[Role.OWNER])
-    try:
-        key_hash = tenant_keys(owner, [project_id], org_id="org-test", label="tests")[project_id]
-    finally:
-        owner.close()
-    with acting_for(key_hash):
+    with acting_as_tenant(db_urls[Role.OWNER], project_id) as key_hash:
         yield key_hash
 
 
@@ -190,6 +196,12 @@ def app_db(db_urls: dict[Role, str], open_database: Callable[[str], Database],
            tenant_key: str) -> Database:
     """A runtime-role handle (row-level security applies), acting for the test's project."""
     return open_database(db_urls[Role.APP])
+
+
+@pytest.fixture
+def owner_db(db_urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
+    """An owner handle, for creating keys and writing memory as the admin tools do."""
+    return open_database(db_urls[Role.OWNER])
 
 
 @pytest.fixture
@@ -221,6 +233,31 @@ def tenant_thread(target: Callable[[], object]) -> threading.Thread:
     """A thread that acts for the same key as the test (context variables, hence
     ``acting_for``, are not inherited by new threads)."""
     return threading.Thread(target=contextvars.copy_context().run, args=(target,))
+
+
+def concurrently(call: Callable[[], T], times: int) -> list[T]:
+    """``call`` in ``times`` threads released together, each acting for the caller's key;
+    their results, in the order they came. A thread's exception is raised here."""
+    barrier = threading.Barrier(times)
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            results.append(call())
+        except BaseException as exc:  # raised in the test's thread below
+            errors.append(exc)
+
+    threads = [tenant_thread(run) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    assert len(results) == times, "a thread did not finish"
+    return results
 
 
 @contextmanager
