@@ -26,7 +26,6 @@ TIER_OF_FOLDER = {
 #: ...but for the files whose cost differs from their folder's.
 TIER_OF_FILE = {
     "tests/integration/test_assembler_language.py": "model",
-    "tests/integration/test_assembler_overlap.py": "model",
     "tests/integration/test_evaluation.py": "model",
     "tests/integration/test_faults.py": "model",
     "tests/integration/test_memory_writer.py": "model",
@@ -36,7 +35,6 @@ TIER_OF_FILE = {
     "tests/integration/test_write_forget.py": "model",
     "tests/integration/test_write_lifecycle.py": "model",
     "tests/integration/test_write_schema.py": "model",
-    "tests/handlers/test_heap_settled.py": "unit",
     "tests/clients/test_console.py": "browser",
     "tests/clients/test_python_models.py": "unit",
     "tests/clients/test_python_render.py": "unit",
