@@ -19,7 +19,7 @@ run: install model
 test: install model lint audit clients-deps browser
 	$(PY) -m pytest
 
-# The tests by cost: each test has one tier (set by folder in tests/conftest.py, named in
+# The tests by cost: each test has one tier (set by folder in tests/tiers.py, named in
 # pyproject.toml's markers); `make test` runs every tier.
 #   test-unit     no database, no model, no server   test-db       the embedded PostgreSQL
 #   test-model    the real embedder (and database)   test-http     a real local server, SDKs, MCP

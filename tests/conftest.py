@@ -1,5 +1,4 @@
-"""Shared fixtures: one embedded PostgreSQL 16 + pgvector per test session; and each test's
-tier, by what it costs to run (``TIERS``), for ``make test-unit``, ``make test-fast`` and so on.
+"""Shared fixtures: one embedded PostgreSQL 16 + pgvector per test session.
 
 The session migrates one fresh database; tests reach it through the runtime role
 (``haki_app``), as production does, and isolate themselves from each other by working in a
@@ -34,76 +33,6 @@ from haki_local.embedded import embedded_role_url, start_embedded, stop_embedded
 
 _db_names = itertools.count()
 T = TypeVar("T")
-
-ROOT = Path(__file__).resolve().parents[1]
-
-#: The tiers, cheapest first (their meanings: the markers of pyproject.toml). Each test carries
-#: the one of the costliest real part it needs; ``slow`` comes on top of a tier.
-TIERS = ("unit", "db", "model", "http", "browser", "infra")
-#: The tier of the tests of a folder...
-TIER_OF_FOLDER = {
-    "tests/unit": "unit",
-    "tests/integration": "db",
-    "tests/handlers": "model",
-    "tests/embedder": "model",
-    "tests/e2e": "http",
-    "tests/clients": "http",
-    "tests/infra": "infra",
-    "benchmarks/tests": "unit",
-    "scripts/tests": "unit",
-}
-#: ...but for the files whose cost differs from their folder's.
-TIER_OF_FILE = {
-    "tests/integration/test_assembler_language.py": "model",
-    "tests/integration/test_assembler_overlap.py": "model",
-    "tests/integration/test_evaluation.py": "model",
-    "tests/integration/test_faults.py": "model",
-    "tests/integration/test_memory_writer.py": "model",
-    "tests/integration/test_write_conflicts.py": "model",
-    "tests/integration/test_write_events.py": "model",
-    "tests/integration/test_write_facts.py": "model",
-    "tests/integration/test_write_forget.py": "model",
-    "tests/integration/test_write_lifecycle.py": "model",
-    "tests/integration/test_write_schema.py": "model",
-    "tests/handlers/test_heap_settled.py": "unit",
-    "tests/clients/test_console.py": "browser",
-    "tests/clients/test_python_models.py": "unit",
-    "tests/clients/test_python_render.py": "unit",
-    "tests/infra/test_migrate_handler.py": "unit",
-    "benchmarks/tests/test_bench_server_restart.py": "db",
-    "benchmarks/tests/test_bench_ingest_smoke.py": "http",
-    "benchmarks/tests/test_load_smoke.py": "http",
-}
-#: Fixtures that start a real part: a test that asks for one is at least of that tier.
-_FIXTURE_TIERS = {"pg_superuser_url": "db", "embedder": "model", "e5": "model"}
-
-
-def tier_of(path: Path) -> str:
-    """The tier of the tests of ``path`` (a test file)."""
-    relative = path.resolve().relative_to(ROOT).as_posix()
-    if relative in TIER_OF_FILE:
-        return TIER_OF_FILE[relative]
-    folder = next((f for f in TIER_OF_FOLDER if relative.startswith(f + "/")), None)
-    if folder is None:
-        raise pytest.UsageError(f"{relative}: no tier; add its folder to TIER_OF_FOLDER "
-                                "in tests/conftest.py")
-    return TIER_OF_FOLDER[folder]
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its tier; refuse a tier cheaper than a fixture the test uses."""
-    wrong = set()
-    for item in items:
-        tier = tier_of(item.path)
-        for fixture in set(_FIXTURE_TIERS) & set(getattr(item, "fixturenames", ())):
-            if TIERS.index(_FIXTURE_TIERS[fixture]) > TIERS.index(tier):
-                wrong.add(f"{item.path.relative_to(ROOT)}: tier {tier!r}, but a test uses the "
-                          f"fixture {fixture!r} ({_FIXTURE_TIERS[fixture]!r})")
-        item.add_marker(tier)
-    if wrong:
-        raise pytest.UsageError("\n".join(sorted(wrong)) + "\ngive these files their tier in "
-                                "TIER_OF_FILE (tests/conftest.py)")
-
 
 @pytest.fixture(scope="session")
 def server_data_dir() -> Iterator[Callable[[str], Path]]:
@@ -146,11 +75,22 @@ def fresh_database(pg_superuser_url: str) -> Callable[[], dict[Role, str]]:
 
 
 @pytest.fixture(scope="session")
-def db_urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
+def migrated_database(
+        fresh_database: Callable[[], dict[Role, str]]) -> Callable[[], dict[Role, str]]:
+    """Create an empty database and migrate it; return its URL for each role."""
+
+    def create() -> dict[Role, str]:
+        urls = fresh_database()
+        apply_migrations(urls[Role.OWNER])
+        return urls
+
+    return create
+
+
+@pytest.fixture(scope="session")
+def db_urls(migrated_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
     """The test run's migrated database: URL per role."""
-    urls = fresh_database()
-    apply_migrations(urls[Role.OWNER])
-    return urls
+    return migrated_database()
 
 
 @pytest.fixture(scope="session")
@@ -176,12 +116,7 @@ def open_database() -> Iterator[Callable[[str], Database]]:
 def tenant_key(db_urls: dict[Role, str], project_id: str) -> Iterator[str]:
     """A live key of the test's project; the test acts for it (``acting_for``), as a request
     with that key would: the runtime role then sees this project and nothing else."""
-    owner = Database(db_urls[Role.OWNER])
-    try:
-        key_hash = tenant_keys(owner, [project_id], org_id="org-test", label="tests")[project_id]
-    finally:
-        owner.close()
-    with acting_for(key_hash):
+    with acting_as_tenant(db_urls[Role.OWNER], project_id) as key_hash:
         yield key_hash
 
 
@@ -190,6 +125,12 @@ def app_db(db_urls: dict[Role, str], open_database: Callable[[str], Database],
            tenant_key: str) -> Database:
     """A runtime-role handle (row-level security applies), acting for the test's project."""
     return open_database(db_urls[Role.APP])
+
+
+@pytest.fixture
+def owner_db(db_urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
+    """An owner handle, for creating keys and writing memory as the admin tools do."""
+    return open_database(db_urls[Role.OWNER])
 
 
 @pytest.fixture
@@ -221,6 +162,31 @@ def tenant_thread(target: Callable[[], object]) -> threading.Thread:
     """A thread that acts for the same key as the test (context variables, hence
     ``acting_for``, are not inherited by new threads)."""
     return threading.Thread(target=contextvars.copy_context().run, args=(target,))
+
+
+def concurrently(call: Callable[[], T], times: int) -> list[T]:
+    """``call`` in ``times`` threads released together, each acting for the caller's key;
+    their results, in the order they came. A thread's exception is raised here."""
+    barrier = threading.Barrier(times)
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            results.append(call())
+        except BaseException as exc:  # raised in the test's thread below
+            errors.append(exc)
+
+    threads = [tenant_thread(run) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    if errors:
+        raise errors[0]
+    assert len(results) == times, "a thread did not finish"
+    return results
 
 
 @contextmanager

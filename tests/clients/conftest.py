@@ -9,7 +9,7 @@ import pytest
 
 from haki_local.demo import DEMO_PROJECT
 from tests.clients.hostile import memory_document
-from tests.e2e.conftest import Server, run_cli, start_server, stop_server
+from tests.e2e.conftest import Server, run_cli, serving
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +19,8 @@ def clients_data_dir(server_data_dir: Callable[[str], Path]) -> Path:
 
 @pytest.fixture(scope="session")
 def haki_server(clients_data_dir: Path) -> Iterator[Server]:
-    server = start_server(clients_data_dir)
-    document = clients_data_dir / "hostile.json"
-    document.write_text(json.dumps(memory_document(DEMO_PROJECT)), encoding="utf-8")
-    run_cli(clients_data_dir, "load", str(document))
-    yield server
-    assert stop_server(server) == 0, "\n".join(server.lines[-30:])
+    with serving(clients_data_dir) as server:
+        document = clients_data_dir / "hostile.json"
+        document.write_text(json.dumps(memory_document(DEMO_PROJECT)), encoding="utf-8")
+        run_cli(clients_data_dir, "load", str(document))
+        yield server

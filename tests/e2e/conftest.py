@@ -8,6 +8,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
@@ -79,11 +80,20 @@ def data_dir(server_data_dir: Callable[[str], Path]) -> Path:
     return server_data_dir("test-e2e-")
 
 
+@contextmanager
+def serving(data_dir: Path, *options: str) -> Iterator[Server]:
+    """``haki serve`` over ``data_dir`` for the block; it must stop cleanly after it."""
+    server = start_server(data_dir, *options)
+    try:
+        yield server
+    finally:
+        assert stop_server(server) == 0, "\n".join(server.lines[-30:])
+
+
 @pytest.fixture(scope="session")
 def server(data_dir: Path) -> Iterator[Server]:
-    server = start_server(data_dir)
-    yield server
-    assert stop_server(server) == 0, "\n".join(server.lines[-30:])
+    with serving(data_dir) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

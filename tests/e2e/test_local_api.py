@@ -11,7 +11,7 @@ import psycopg
 
 from haki.stats import GRACE
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
-from tests.e2e.conftest import Client, Server, create_key, run_cli, start_server, stop_server
+from tests.e2e.conftest import Client, Server, create_key, run_cli, serving
 
 
 def _context(client: Client, key: str | None, **overrides: Any) -> Any:
@@ -133,12 +133,9 @@ def test_stats_before_and_after_aggregation(
 
 
 def test_a_second_start_reuses_the_data_and_the_key(server: Server, data_dir: Path) -> None:
-    second = start_server(data_dir)
-    try:
+    with serving(data_dir) as second:
         assert second.key == server.key
         assert any(line == "demo data: already loaded" for line in second.lines)
         assert Client(second.url).request(
             "GET", f"/v1/stats/overview?project_id={DEMO_PROJECT}", key=second.key).status == 200
-    finally:
-        assert stop_server(second) == 0
     assert (data_dir / "dev-key").stat().st_mode & 0o777 == 0o600

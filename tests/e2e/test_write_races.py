@@ -21,7 +21,7 @@ from haki.db import Role
 from haki.db.connection import connect
 from haki.roles import DATABASE_NAME
 from haki_local.embedded import embedded_role_url, start_embedded
-from tests.e2e.conftest import Client, Reply, Server, create_key, start_server, stop_server
+from tests.e2e.conftest import Client, Reply, Server, create_key, serving
 
 ROUNDS = 5
 
@@ -29,13 +29,8 @@ ROUNDS = 5
 @pytest.fixture(scope="module")
 def pair(server_data_dir: Callable[[str], Path]) -> Iterator[tuple[Path, Server, Server]]:
     data_dir = server_data_dir("test-e2e-races-")
-    first = start_server(data_dir, "--no-demo")
-    second = start_server(data_dir, "--no-demo")
-    try:
+    with serving(data_dir, "--no-demo") as first, serving(data_dir, "--no-demo") as second:
         yield data_dir, first, second
-    finally:
-        assert stop_server(second) == 0
-        assert stop_server(first) == 0
 
 
 @pytest.fixture(scope="module")

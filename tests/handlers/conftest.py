@@ -91,11 +91,6 @@ def handler_db(db_urls: dict[Role, str], monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.fixture
-def owner_db(db_urls: dict[Role, str], open_database: Callable[[str], Database]) -> Database:
-    return open_database(db_urls[Role.OWNER])
-
-
-@pytest.fixture
 def api_key(owner_db: Database, project_id: str) -> str:
     return create_key(owner_db, org_id="org-test", project_id=project_id, label="tests",
                       create_project=True).key

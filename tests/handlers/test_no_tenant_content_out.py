@@ -10,8 +10,9 @@ import sys
 import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
-from haki.db import Database
+from haki.db import Database, Role
 from haki.embedding import Embedder
 from haki.models import FactRecord, MemoryDocument
 from haki_local.admin import create_key
@@ -19,7 +20,8 @@ from haki_local.writer import MemoryWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = textwrap.dedent("""
+#: The start of each script: X-Ray segments kept in ``emitter.entities``, then the imports.
+PREAMBLE = textwrap.dedent("""
     import json, sys
     from aws_xray_sdk.core import xray_recorder
 
@@ -35,9 +37,12 @@ SCRIPT = textwrap.dedent("""
     xray_recorder.configure(emitter=emitter, sampling=False, context_missing="LOG_ERROR",
                             streaming_threshold=0)
 
-    import functions.context.app as context_app
     from haki.db import Database
     from tests.handlers.conftest import FakeLambdaContext, api_event
+""")
+
+SCRIPT = PREAMBLE + textwrap.dedent("""
+    import functions.context.app as context_app
 
     url, key, body = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     context_app.db = Database(url)
@@ -46,6 +51,22 @@ SCRIPT = textwrap.dedent("""
     print("RESULT " + json.dumps({"status": result["statusCode"], "body": result["body"],
                                   "xray": emitter.entities}))
 """)
+
+
+def _run_in_lambda(script: str, url: str, key: str, argument: object,
+                   task_root: Path) -> tuple[str, dict[str, Any]]:
+    """``script`` in a fresh interpreter set up as a traced Lambda container; all else it
+    wrote (its logs), and the result it printed."""
+    env = {"LAMBDA_TASK_ROOT": str(task_root), "AWS_LAMBDA_FUNCTION_NAME": "haki-test",
+           "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;"
+                               "Parent=53995c3f42cd8ad8;Sampled=1",
+           "AWS_REGION": "eu-west-3", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", script, url, key, json.dumps(argument)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result_line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
+    logs = done.stdout.replace(result_line, "") + done.stderr
+    return logs, json.loads(result_line.removeprefix("RESULT "))
 
 
 def test_context_call_leaves_no_query_packet_or_subject_in_logs_or_traces(
@@ -61,20 +82,9 @@ def test_context_call_leaves_no_query_packet_or_subject_in_logs_or_traces(
                      create_project=True).key
     body = {"project_id": project_id, "subject_id": subject, "query": secret_query,
             "purpose": "test"}
-    env = {"LAMBDA_TASK_ROOT": str(tmp_path), "AWS_LAMBDA_FUNCTION_NAME": "haki-test",
-           "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;"
-                               "Parent=53995c3f42cd8ad8;Sampled=1",
-           "AWS_REGION": "eu-west-3", "PATH": "/usr/bin:/bin"}
-    from haki.db import Role
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, db_urls[Role.APP], key, json.dumps(body)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result_line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
-    result = json.loads(result_line.removeprefix("RESULT "))
+    logs, result = _run_in_lambda(SCRIPT, db_urls[Role.APP], key, body, tmp_path)
     served = json.loads(result["body"])["packet"]["facts"]
     assert result["status"] == 200 and served[0]["value"] == secret_fact  # it was served...
-    logs = done.stdout.replace(result_line, "") + done.stderr
     traces = "\n".join(result["xray"])
     # ...the segments and logs exist (the test could see a leak)...
     assert "## handler" in traces and "app.post_context" in traces, traces[:3000]
@@ -86,25 +96,9 @@ def test_context_call_leaves_no_query_packet_or_subject_in_logs_or_traces(
             assert leaked not in traces, leaked
 
 
-WRITE_SCRIPT = textwrap.dedent("""
-    import json, sys
-    from aws_xray_sdk.core import xray_recorder
-
-    class KeepingEmitter:
-        entities = []
-        def send_entity(self, entity):
-            self.entities.append(entity.serialize())
-        def set_daemon_address(self, address):
-            pass
-
-    emitter = KeepingEmitter()
-    xray_recorder.configure(emitter=emitter, sampling=False, context_missing="LOG_ERROR",
-                            streaming_threshold=0)
-
+WRITE_SCRIPT = PREAMBLE + textwrap.dedent("""
     import functions.ingest.app as ingest_app
     import functions.memory.app as memory_app
-    from haki.db import Database
-    from tests.handlers.conftest import FakeLambdaContext, api_event
 
     url, key, calls = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     ingest_app.db = memory_app.db = Database(url)
@@ -141,21 +135,10 @@ def test_writes_leave_no_payload_value_or_subject_in_logs_or_traces(
         ("memory", "GET", "/v1/facts", {"query": scope}),
         ("memory", "POST", "/v1/forget", {"body": {**scope, "mode": "delete"}}),
     ]
-    env = {"LAMBDA_TASK_ROOT": str(tmp_path), "AWS_LAMBDA_FUNCTION_NAME": "haki-test",
-           "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;"
-                               "Parent=53995c3f42cd8ad8;Sampled=1",
-           "AWS_REGION": "eu-west-3", "PATH": "/usr/bin:/bin"}
-    from haki.db import Role
-    done = subprocess.run(
-        [sys.executable, "-c", WRITE_SCRIPT, db_urls[Role.APP], key, json.dumps(calls)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    result_line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
-    result = json.loads(result_line.removeprefix("RESULT "))
+    logs, result = _run_in_lambda(WRITE_SCRIPT, db_urls[Role.APP], key, calls, tmp_path)
     assert [s for s, _ in result["statuses"]] == [201, 201, 422, 200, 200]
     listed = json.loads(result["statuses"][3][1])["facts"]
     assert [f["value"] for f in listed] == [secret_value]  # the listing served it...
-    logs = done.stdout.replace(result_line, "") + done.stderr
     traces = "\n".join(result["xray"])
     assert "app.post_events" in traces and "app.post_forget" in traces, traces[:3000]
     assert '"forgotten"' in logs and "unknown_reference" in logs

@@ -6,6 +6,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -20,8 +21,8 @@ from haki.assembler import (
     RetrievalConfig,
     assemble,
 )
-from haki.db import Database
-from haki.db.connection import acting_for
+from haki.db import Database, Role
+from haki.db.connection import acting_for, connect, set_scope
 from haki.embedding import Embedder
 from haki.memory.api import (
     ConflictListRequest,
@@ -44,11 +45,12 @@ from haki.memory.conflicts import list_conflicts, resolve
 from haki.memory.events import ingest_events
 from haki.memory.facts import list_facts, set_fact_status, write_facts
 from haki.memory.forget import forget
+from haki.memory.store import lock_scopes
 from haki.models import ContextRequest
 from haki.validation import parse
 from haki_local.admin import tenant_keys
 from haki_local.baselines import SeedConfig, assemble_seed
-from tests.conftest import eventually, tenant_thread
+from tests.conftest import concurrently, eventually
 
 NOW = datetime.now(UTC)
 T = TypeVar("T")
@@ -107,6 +109,14 @@ class Seeder:
             (conflict_id, self.project_id, self.subject_id, fact_ids, status,
              NOW if status == "resolved" else None))
         return conflict_id
+
+
+@pytest.fixture
+def owner(urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
+    """An owner connection to the database of a module that has one of its own (its ``urls``
+    fixture)."""
+    with connect(urls[Role.OWNER]) as conn:
+        yield conn
 
 
 @pytest.fixture
@@ -241,25 +251,33 @@ def writes(app_db: Database, embedder: Embedder, project_id: str,
 
 
 def run_together(app_url: str, call: Callable[[Database], T], times: int = 2) -> list[T]:
-    """``call`` in ``times`` threads acting for the test's key, each with a runtime-role handle
-    of its own, released together; their results (a thread that failed leaves none)."""
-    barrier = threading.Barrier(times)
-    results: list[T] = []
+    """``call`` in ``times`` threads released together (:func:`concurrently`), each with a
+    runtime-role handle of its own; their results."""
 
-    def run() -> None:
+    def with_own_handle() -> T:
         db = Database(app_url)
         try:
-            barrier.wait()
-            results.append(call(db))
+            return call(db)
         finally:
             db.close()
 
-    threads = [tenant_thread(run) for _ in range(times)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return results
+    return concurrently(with_own_handle, times)
+
+
+@contextmanager
+def uncommitted_fact(app_url: str, project_id: str, embedding: np.ndarray,
+                     ) -> Iterator[psycopg.Connection]:
+    """A transaction that holds the key of alice's ``city`` and has stored, not committed, the
+    active fact city = "Lyon"; it commits when the block ends."""
+    with connect(app_url) as holder:
+        holder.execute("BEGIN")
+        set_scope(holder, project_id)
+        lock_scopes(holder, project_id, {"alice"}, {("alice", "city")})
+        holder.execute(
+            "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
+            "VALUES (%s, 'alice', 'city', '\"Lyon\"', %s)", (project_id, embedding))
+        yield holder
+        holder.execute("COMMIT")
 
 
 def wait_until_blocked_by(holder: psycopg.Connection, observer_url: str,

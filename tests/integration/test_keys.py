@@ -3,12 +3,11 @@
 the key."""
 
 import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 
-from haki.db import Database, Role
+from haki.db import Database
 from haki.errors import ProjectOfAnotherOrg, Unauthorized, ValidationFailed
 from haki.keys import authenticate, hash_key
 from haki_local.admin import (
@@ -19,13 +18,6 @@ from haki_local.admin import (
     list_projects,
     revoke_key,
 )
-
-
-@pytest.fixture
-def owner_db(db_urls: dict[Role, str]) -> Iterator[Database]:
-    db = Database(db_urls[Role.OWNER])
-    yield db
-    db.close()
 
 
 def test_created_key_authenticates_to_its_project_only(

@@ -2,7 +2,6 @@
 safe under concurrency."""
 
 import shutil
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from haki.db import Role
 from haki.db.migrate import apply_migrations, load_migrations
 from haki.errors import MigrationError
+from tests.conftest import concurrently
 
 TENANT_TABLES = [
     "facts", "events", "conflict_sets", "api_keys",
@@ -68,21 +68,7 @@ def test_concurrent_runners_apply_each_file_once(
     fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path
 ) -> None:
     urls = fresh_database()
-    results: list[list[str]] = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            results.append(apply_migrations(urls[Role.OWNER], migrations_dir))
-        except BaseException as exc:  # collected and asserted below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    results = concurrently(lambda: apply_migrations(urls[Role.OWNER], migrations_dir), 3)
     all_names = [m.name for m in load_migrations(migrations_dir)]
     assert sorted(results, key=len) == [[], [], all_names]
 

@@ -18,7 +18,6 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from haki.assembler import DEFAULT_CONFIG, arms
 from haki.db import Database, Role
-from haki.db.migrate import apply_migrations
 from haki.db.scope_indexes import (
     ADVISORY_LOCK_KEY,
     KINDS,
@@ -65,11 +64,10 @@ def _seed(conn: psycopg.Connection, project: str, subject: str, facts: int, even
 
 
 @pytest.fixture
-def urls(fresh_database: Callable[[], dict[Role, str]]) -> Iterator[dict[Role, str]]:
+def urls(migrated_database: Callable[[], dict[Role, str]]) -> Iterator[dict[Role, str]]:
     """A migrated database holding: p1/big 60 facts + 40 events, p1/ODD 30 facts, p1/small 8
     facts, p2/big 10 facts + 30 events (facts 108 in all, events 70)."""
-    urls = fresh_database()
-    apply_migrations(urls[Role.OWNER])
+    urls = migrated_database()
     rng = np.random.default_rng(7)
     with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
         register_vector(conn)

@@ -8,7 +8,7 @@ import bisect
 import json
 import math
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -17,8 +17,6 @@ import pytest
 
 from haki import stats
 from haki.db import Database, Role
-from haki.db.connection import connect
-from haki.db.migrate import apply_migrations
 from haki.stats import histogram as buckets
 from tests.conftest import acting_as_tenant
 
@@ -30,16 +28,8 @@ def now() -> datetime:
 
 
 @pytest.fixture(scope="module")
-def urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
-    urls = fresh_database()
-    apply_migrations(urls[Role.OWNER])
-    return urls
-
-
-@pytest.fixture
-def owner(urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
-    with connect(urls[Role.OWNER]) as conn:
-        yield conn
+def urls(migrated_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
+    return migrated_database()
 
 
 @pytest.fixture

@@ -5,8 +5,7 @@ working), two runs at once, and row-level security on a partition made after the
 Each test has a database of its own: retention drops partitions."""
 
 import re
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -22,7 +21,7 @@ from haki.db.migrate import apply_migrations
 from haki.errors import TraceNotFound
 from haki.memory.api import ForgetRequest
 from haki.memory.forget import forget
-from tests.conftest import acting_as_tenant
+from tests.conftest import acting_as_tenant, concurrently
 
 TODAY = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
 
@@ -49,16 +48,8 @@ PACKET = Jsonb({"facts": [], "episodes": [], "warnings": [], "status": "ok",
 
 
 @pytest.fixture
-def urls(fresh_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
-    urls = fresh_database()
-    apply_migrations(urls[Role.OWNER])
-    return urls
-
-
-@pytest.fixture
-def owner(urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
-    with connect(urls[Role.OWNER]) as conn:
-        yield conn
+def urls(migrated_database: Callable[[], dict[Role, str]]) -> dict[Role, str]:
+    return migrated_database()
 
 
 def _call(owner: psycopg.Connection, project: str, at: datetime, subject: str = "s") -> UUID:
@@ -133,22 +124,8 @@ def test_retention_drops_only_whole_old_partitions_and_keeps_the_rollups(
         partitions_before = _partitions(owner)
 
         # Two runs at once: one waits on the other's advisory lock, then has nothing to do.
-        results: list[stats.PartitionMaintenance] = []
-        errors: list[Exception] = []
-
-        def maintain() -> None:
-            try:
-                results.append(stats.maintain_partitions(Database(urls[Role.STATS]),
-                                                         retention_days=30))
-            except Exception as exc:
-                errors.append(exc)
-
-        runs = [threading.Thread(target=maintain) for _ in range(2)]
-        for run in runs:
-            run.start()
-        for run in runs:
-            run.join()
-        assert errors == []
+        results = concurrently(lambda: stats.maintain_partitions(
+            Database(urls[Role.STATS]), retention_days=30), 2)
 
         dropped = partitions_before - _partitions(owner)
         cutoff = (TODAY - timedelta(days=30)).date()

@@ -7,7 +7,6 @@ import psycopg
 import pytest
 
 from haki.db import Database, Role
-from haki.db.connection import connect, set_scope
 from haki.embedding import Embedder
 from haki.errors import (
     FactInOpenConflict,
@@ -18,10 +17,15 @@ from haki.errors import (
 )
 from haki.memory.api import MAX_BATCH, MAX_FACT_VALUE_CHARS, MAX_PAGE, FactsRequest
 from haki.memory.facts import write_facts
-from haki.memory.store import lock_scopes
 from haki.validation import parse
 from tests.conftest import tenant_thread
-from tests.integration.conftest import Writes, run_together, unit_vector, wait_until_blocked_by
+from tests.integration.conftest import (
+    Writes,
+    run_together,
+    uncommitted_fact,
+    unit_vector,
+    wait_until_blocked_by,
+)
 
 
 def _statuses(writes: Writes) -> dict[uuid.UUID, str]:
@@ -209,17 +213,10 @@ def test_a_writer_waits_for_the_key_and_sees_the_fact_written_meanwhile(
     the writer waits for it, then finds it and reinforces it instead of creating a second."""
     answers: list[str] = []
     thread = tenant_thread(lambda: answers.append(writes.fact("city", "Lyon").outcome))
-    with connect(db_urls[Role.APP]) as holder:
-        holder.execute("BEGIN")
-        set_scope(holder, writes.project_id)
-        lock_scopes(holder, writes.project_id, {"alice"}, {("alice", "city")})
-        holder.execute(
-            "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
-            "VALUES (%s, 'alice', 'city', '\"Lyon\"', %s)", (writes.project_id, unit_vector(1)))
+    with uncommitted_fact(db_urls[Role.APP], writes.project_id, unit_vector(1)) as holder:
         thread.start()
         wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
                               "the writer did not wait for the key")
-        holder.execute("COMMIT")
     thread.join(timeout=60)
     assert answers == ["reinforced"]
     assert writes.count("facts") == 1

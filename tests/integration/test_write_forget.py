@@ -10,7 +10,6 @@ import pytest
 
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
-from haki.db.connection import connect, set_scope
 from haki.embedding import Embedder
 from haki.errors import (
     FactNotFound,
@@ -21,10 +20,14 @@ from haki.errors import (
 )
 from haki.memory.api import ForgetRequest
 from haki.memory.forget import RECEIPT_COUNTS, forget
-from haki.memory.store import lock_scopes
 from haki.validation import parse
 from tests.conftest import tenant_thread
-from tests.integration.conftest import Writes, unit_vector, wait_until_blocked_by
+from tests.integration.conftest import (
+    Writes,
+    uncommitted_fact,
+    unit_vector,
+    wait_until_blocked_by,
+)
 
 
 def _tables_with(owner: psycopg.Connection, column: str) -> list[str]:
@@ -246,17 +249,10 @@ def test_an_erasure_waits_for_a_write_in_flight_and_erases_it_too(
     answers: list[dict[str, int]] = []
     thread = tenant_thread(lambda: answers.append(
         writes.forget(subject_id="alice", mode="delete").counts))
-    with connect(db_urls[Role.APP]) as writer:
-        writer.execute("BEGIN")
-        set_scope(writer, writes.project_id)
-        lock_scopes(writer, writes.project_id, {"alice"}, {("alice", "city")})
-        writer.execute(
-            "INSERT INTO facts (project_id, subject_id, predicate, value, embedding) "
-            "VALUES (%s, 'alice', 'city', '\"Lyon\"', %s)", (writes.project_id, unit_vector(2)))
+    with uncommitted_fact(db_urls[Role.APP], writes.project_id, unit_vector(2)) as writer:
         thread.start()
         wait_until_blocked_by(writer, db_urls[Role.OWNER], thread,
                               "the erasure did not wait for the write in flight")
-        writer.execute("COMMIT")
     thread.join(timeout=60)
     assert answers[0]["facts"] == 1
     assert writes.count("facts") == 0
