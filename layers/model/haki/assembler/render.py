@@ -1,4 +1,6 @@
-"""The prompt-ready block SDKs inject before the LLM call.
+"""The prompt-ready ``<haki_memory>`` block: what ``POST /v1/context`` returns as ``block``
+when asked (``render: true``), what ``haki context --render`` prints and what the console
+shows. The SDKs take this string from the service; there is no other renderer.
 
 Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
 be able to close the block, open a forged one, or add lines that look like the block's own.
