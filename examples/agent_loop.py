@@ -74,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
                                     idempotency_key=f"agent-loop-{conversation_id}-{turn}")
             except HakiError as error:  # capturing is best effort; answering is not optional
                 print(f"(haki: turn {turn} not captured: {error.code})", file=sys.stderr)
+            # render=True: the service also returns the prompt-ready <haki_memory> block.
             answer = haki.context(args.subject, text, purpose="support_reply",
-                                  budget_tokens=args.budget)
+                                  budget_tokens=args.budget, render=True)
             prompt = build_prompt(render(answer), conversation)
             print(f"===== turn {turn}: prompt for the model "
                   f"({answer.token_count} memory tokens, trace {answer.trace_id}) =====")

@@ -37,7 +37,6 @@ TIER_OF_FILE = {
     "tests/integration/test_write_schema.py": "model",
     "tests/clients/test_console.py": "browser",
     "tests/clients/test_python_models.py": "unit",
-    "tests/clients/test_python_render.py": "unit",
     "tests/infra/test_migrate_handler.py": "unit",
     "benchmarks/tests/test_bench_server_restart.py": "db",
     "benchmarks/tests/test_bench_ingest_smoke.py": "http",

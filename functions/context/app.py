@@ -1,4 +1,5 @@
-"""``POST /v1/context``: the context packet for one subject, with its persisted trace.
+"""``POST /v1/context``: the context packet for one subject, with its persisted trace; with
+``render: true`` also the packet as the prompt-ready ``<haki_memory>`` block (``block``).
 
 Module-level state is reused by a warm container: the resolver, one database handle (opened
 on the first call) and the embedder (loaded on the first context call, not at import, so a
@@ -11,6 +12,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.assembler import RetrievalConfig, assemble
+from haki.assembler.render import render_packet
 from haki.db import Role
 from haki.embedding import Embedder, get_embedder
 from haki.errors import BudgetExceeded
@@ -51,6 +53,9 @@ def post_context(request: ContextRequest) -> ContextResponse:
         "candidates": assembly.candidates,
         "timings_ms": assembly.timings_ms,
     })
+    if request.render:
+        return assembly.response.model_copy(
+            update={"block": render_packet(assembly.response.packet)})
     return assembly.response
 
 

@@ -12,8 +12,9 @@ Tools: ``recall`` (the rendered ``<haki_memory>`` block and its trace id; it fai
 unreachable service gives an empty block and a warning, never a failed turn), ``remember``
 (store an event: what was said or done), ``record_fact`` (a durable fact), ``forget`` (a
 subject or one fact: disable, reversible, or delete, erasure) and ``inspect`` (why each
-candidate was in or out). Each tool is one function below calling one client method; an API
-error becomes a tool error carrying the stable code.
+candidate was in or out, and the traced packet as a block, by the service's renderer). Each
+tool is one function below calling one client method; an API error becomes a tool error
+carrying the stable code.
 """
 
 import logging
@@ -28,6 +29,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from haki.assembler.render import render_packet
+from haki.models import ContextPacket
 from haki_client import AsyncHakiClient, HakiError, render
 
 INSTRUCTIONS = (
@@ -121,7 +124,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None) -> MC
         budget_tokens: Annotated[int, Field(description="token budget of the block")] = 900,
     ) -> Annotated[CallToolResult, Recalled]:
         answer = await call(lambda c: c.context(subject_id, query, purpose=purpose,
-                                                budget_tokens=budget_tokens))
+                                                budget_tokens=budget_tokens, render=True))
         block = render(answer)
         result = Recalled(memory=block, trace_id=str(answer.trace_id) if answer.served else None,
                           warnings=list(answer.packet.warnings), token_count=answer.token_count)
@@ -195,7 +198,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None) -> MC
         return Inspected(
             trace_id=str(trace.trace_id), query=trace.query, purpose=trace.purpose,
             budget_tokens=trace.budget_tokens, token_count=trace.token_count,
-            memory=render(trace.packet),
+            memory=render_packet(ContextPacket.model_validate(trace.packet.model_dump())),
             decisions=[Decision(
                 ordinal=d.ordinal, kind="fact" if d.fact_id else "episode",
                 id=str(d.fact_id or d.event_id), action=d.action, reason_code=d.reason_code,

@@ -26,15 +26,15 @@ _ERROR_SCHEMA = {
     "type": "object",
     "title": "Error",
     "required": ["error"],
+    "properties": {"error": {"$ref": "#/components/schemas/ErrorDetail"}},
+}
+_ERROR_DETAIL_SCHEMA = {
+    "type": "object",
+    "title": "ErrorDetail",
+    "required": ["code", "message"],
     "properties": {
-        "error": {
-            "type": "object",
-            "required": ["code", "message"],
-            "properties": {
-                "code": {"type": "string", "description": "stable error code"},
-                "message": {"type": "string", "description": "human-readable, safe to show"},
-            },
-        }
+        "code": {"type": "string", "description": "stable error code"},
+        "message": {"type": "string", "description": "human-readable, safe to show"},
     },
 }
 #: What any route may answer, before or besides its own domain errors.
@@ -101,6 +101,7 @@ def build_openapi() -> dict[str, Any]:
     for generic in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(generic, None)
     schemas["Error"] = _ERROR_SCHEMA
+    schemas["ErrorDetail"] = _ERROR_DETAIL_SCHEMA
     document["paths"] = paths
     document["components"] = {
         "schemas": schemas,

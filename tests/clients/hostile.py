@@ -1,7 +1,6 @@
-"""Hostile packets for the render tests of both SDKs: memory texts that try to close or forge
+"""Hostile memory for the tests of the block: memory texts that try to close or forge
 the ``<haki_memory>`` block, every kind of line break and control character, astral and
-private-use characters (key order by code point), and numbers whose JSON spelling matters
-(``1.0``, ``-0.0``, ``1e+16``, integers beyond 2^53). Deterministic: one seed."""
+private-use characters, nested values and odd numbers. Deterministic: one seed."""
 
 import json
 import random
@@ -24,8 +23,6 @@ CONFIDENCES = [None, 0.0, -0.0, 1.0, 0.9, 0.98, 0.125, 0.375, 0.625, 0.875, 0.00
 NUMBERS = [0, 1, -1, 1.0, -0.0, 0.5, 0.1 + 0.2, 1e-5, 1e-7, 0.0001, 1e16, 1.5e16, 1e15, 1e21,
            1e22, 1e300, 5e-324, 1.7976931348623157e308, 100.0, 2**53 + 1,
            123456789012345678901234567890, -(2**63), 3.14159, 12.0, 1234567.125]
-#: JSON spellings that Python's json.dumps never writes but a JSON document may hold.
-RAW_NUMBERS = ["1E5", "1e-5", "0.50", "-0", "1.000", "2E+3", "1e400", "-1e400"]
 
 
 def _text(rng: random.Random) -> str:
@@ -65,22 +62,13 @@ def _episode(rng: random.Random) -> dict[str, Any]:
 
 
 def packets(count: int = 400, seed: int = 14) -> list[str]:
-    """``count`` packets as JSON text (the spelling of numbers is part of the test)."""
+    """``count`` packets as JSON text."""
     rng = random.Random(seed)
-    out = []
-    for index in range(count):
-        packet = {
-            "facts": [_fact(rng) for _ in range(rng.randint(0, 4))],
-            "episodes": [_episode(rng) for _ in range(rng.randint(0, 3))],
-            "warnings": [], "status": "ok", "empty_reason": None,
-        }
-        text = json.dumps(packet, ensure_ascii=rng.random() < 0.5)
-        if index % 5 == 0 and packet["facts"]:
-            # One fact value spelled as a raw JSON number Python would not write itself.
-            packet["facts"][0]["value"] = "@RAW@"
-            text = json.dumps(packet).replace('"@RAW@"', rng.choice(RAW_NUMBERS))
-        out.append(text)
-    return out
+    return [json.dumps({
+        "facts": [_fact(rng) for _ in range(rng.randint(0, 4))],
+        "episodes": [_episode(rng) for _ in range(rng.randint(0, 3))],
+        "warnings": [], "status": "ok", "empty_reason": None,
+    }, ensure_ascii=rng.random() < 0.5) for _ in range(count)]
 
 #: The subject of the live server that holds hostile memory (``memory_document``).
 HOSTILE_SUBJECT = "user-hostile"

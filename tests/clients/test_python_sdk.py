@@ -10,10 +10,8 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from haki.models import ContextPacket as ServicePacket
 from haki_client import AsyncHakiClient, EventIn, HakiClient, HakiError, render
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
-from haki_local.render import render_packet
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.clients.stub import Scripted, closed_port_url, stub_server
 from tests.e2e.conftest import Client, Server
@@ -48,11 +46,13 @@ def error_of(call: Callable[[], object]) -> HakiError:
 
 
 def test_context_inspect_and_stats(haki: HakiClient):
-    answer = haki.context(DEMO_SUBJECT, QUERY, purpose="support_reply", budget_tokens=120)
+    answer = haki.context(DEMO_SUBJECT, QUERY, purpose="support_reply", budget_tokens=120,
+                          render=True)
     assert answer.served and answer.packet.facts and answer.token_count <= 120
     assert {f.predicate for f in answer.packet.facts} >= {"preferred_language"}
     block = render(answer)
     assert block.startswith("<haki_memory>\nFacts:\n- ") and block.endswith("</haki_memory>")
+    assert block == answer.block
 
     trace = haki.inspect(answer.trace_id, subject_id=DEMO_SUBJECT)
     assert trace.packet == answer.packet and trace.query == QUERY
@@ -64,17 +64,24 @@ def test_context_inspect_and_stats(haki: HakiClient):
     assert haki.stats_overview(subject_id=DEMO_SUBJECT).subject_id == DEMO_SUBJECT
 
 
-def test_render_of_a_live_hostile_packet_equals_the_services(haki: HakiClient,
-                                                             haki_server: Server):
-    answer = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000)
+def test_the_block_is_the_services_string_and_only_when_asked(haki: HakiClient,
+                                                              haki_server: Server):
+    answer = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000,
+                          render=True)
     assert len(answer.packet.facts) >= 5 and answer.packet.episodes
-    # The exact packet served, as JSON, read back without the SDK.
+    # The same call without the SDK: the block is the service's, character for character.
     raw = Client(haki_server.url).request(
-        "GET", f"/v1/inspect/{answer.trace_id}?project_id={DEMO_PROJECT}"
-               f"&subject_id={HOSTILE_SUBJECT}", key=haki_server.key).json["packet"]
-    expected = render_packet(ServicePacket.model_validate_json(json.dumps(raw)))
-    assert render(answer.packet) == expected
-    assert expected.count("<haki_memory>") == 1 and expected.count("</haki_memory>") == 1
+        "POST", "/v1/context", key=haki_server.key, body={
+            "project_id": DEMO_PROJECT, "subject_id": HOSTILE_SUBJECT, "query": HOSTILE_QUERY,
+            "purpose": "test", "budget_tokens": 4000, "render": True}).json
+    assert raw["packet"]["facts"] and render(answer) == raw["block"]
+
+    plain = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000)
+    assert plain.block is None and plain.packet.facts
+    with pytest.raises(ValueError, match="render=True"):
+        render(plain)
+    with pytest.raises(TypeError, match="ContextResponse"):
+        render(answer.packet)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("call", "code", "status"), [
@@ -174,7 +181,7 @@ def test_a_connection_error_is_retried_then_fails_open(caplog: pytest.LogCapture
 
     with caplog.at_level(logging.WARNING, logger="haki_client"), HakiClient(
             url, "hk_x", project_id="p", backoff=0.01, fail_open=True) as lenient:
-        answer = lenient.context("s", "a query that must not be logged")
+        answer = lenient.context("s", "a query that must not be logged", render=True)
     assert not answer.served and answer.trace_id is None and answer.token_count == 0
     assert answer.packet.is_empty and answer.packet.status == "degraded"
     assert answer.packet.warnings[0].startswith("haki_unavailable: connection_error")
@@ -183,6 +190,14 @@ def test_a_connection_error_is_retried_then_fails_open(caplog: pytest.LogCapture
     # Only the context call fails open: the others raise.
     with HakiClient(url, "hk_x", project_id="p", backoff=0.01, fail_open=True) as lenient:
         assert error_of(lenient.stats_overview).code == "connection_error"
+
+
+def test_render_is_sent_only_when_asked():
+    with stub_server([OK, OK]) as stub, HakiClient(stub.url, "hk_x", project_id="p") as client:
+        client.context("s", "q")
+        client.context("s", "q", render=True)
+    bodies = [json.loads(body) for _, _, _, body, _ in stub.requests]
+    assert "render" not in bodies[0] and bodies[1]["render"] is True
 
 
 def test_5xx_fails_open_after_the_retries():
@@ -224,7 +239,7 @@ def test_async_client_fails_open_too():
     async def run() -> None:
         async with AsyncHakiClient(closed_port_url(), "hk_x", project_id="p", backoff=0.01,
                                    fail_open=True) as client:
-            answer = await client.context("s", "q")
+            answer = await client.context("s", "q", render=True)
             assert not answer.served and render(answer) == ""
         transport = httpx.MockTransport(lambda request: httpx.Response(
             503, json={"error": {"code": "service_unavailable", "message": "x"}}))
@@ -253,7 +268,7 @@ def test_a_remembered_event_is_served_by_the_next_context_call(haki: HakiClient)
     again = haki.remember_event(who, text, idempotency_key=f"{who}-1")
     assert again.id == written.id and again.deduplicated
     answer = haki.context(who, "Qui contacter pour la facture pendant son absence ?",
-                          purpose="support_reply")
+                          purpose="support_reply", render=True)
     assert [e.event_id for e in answer.packet.episodes] == [written.id]
     assert "Julie Martin" in render(answer)
 

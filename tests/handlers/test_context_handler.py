@@ -42,6 +42,38 @@ def test_context_serves_facts_and_inspect_returns_the_same_packet(
     assert included == {f["id"] for f in packet["facts"]}
 
 
+def test_the_block_is_returned_only_when_asked(
+    invoke: Invoke, api_key: str, project_id: str, seeded: list[FactRecord]
+) -> None:
+    plain = invoke("context", "POST", CONTEXT, key=api_key, body=_body(project_id, purpose="r"))
+    assert plain.status == 200 and set(plain.json) == {"packet", "token_count", "trace_id"}
+    unasked = invoke("context", "POST", CONTEXT, key=api_key,
+                     body=_body(project_id, purpose="r", render=False))
+    assert unasked.status == 200 and "block" not in unasked.json
+
+    asked = invoke("context", "POST", CONTEXT, key=api_key,
+                   body=_body(project_id, purpose="r", render=True))
+    assert asked.status == 200
+    lines = asked.json["block"].split("\n")
+    assert lines[:2] == ["<haki_memory>", "Facts:"] and lines[-1] == "</haki_memory>"
+    served = {f["predicate"] for f in asked.json["packet"]["facts"]}
+    wanted = {"preferred_language": "- preferred language: French",
+              "lives_in": '- lives in: {"city": "Lyon"}',
+              "employer": "- employer: Boulangerie Dupont"}
+    assert served and all(any(line.startswith(wanted[p]) for line in lines) for p in served)
+    assert len(lines) == 3 + len(served)
+
+
+def test_an_empty_packet_renders_as_an_empty_block(
+    invoke: Invoke, api_key: str, project_id: str
+) -> None:
+    answer = invoke("context", "POST", CONTEXT, key=api_key,
+                    body={**_body(project_id, purpose="r"), "subject_id": "nobody",
+                          "render": True})
+    assert answer.status == 200 and answer.json["packet"]["facts"] == []
+    assert answer.json["block"] == ""
+
+
 def test_missing_purpose_is_a_degraded_packet_not_an_error(
     invoke: Invoke, api_key: str, project_id: str, seeded: list[FactRecord]
 ) -> None:
@@ -63,6 +95,8 @@ def test_missing_purpose_is_a_degraded_packet_not_an_error(
     ({"query": 42}, "validation_error"),
     ({"colour": "blue"}, "validation_error"),
     ({"purpose": "x" * 129}, "validation_error"),
+    ({"render": "true"}, "validation_error"),
+    ({"render": 1}, "validation_error"),
 ])
 def test_invalid_requests_get_422_with_a_stable_code(
     invoke: Invoke, api_key: str, project_id: str, body: Any, code: str

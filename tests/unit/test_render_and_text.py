@@ -3,9 +3,9 @@
 from datetime import UTC, datetime
 from uuid import uuid4
 
+from haki.assembler.render import render_packet
 from haki.models import ContextPacket, PacketEpisode, PacketFact
 from haki.text import estimate_tokens, event_text, fact_text
-from haki_local.render import render_packet
 
 
 def test_token_estimate() -> None:

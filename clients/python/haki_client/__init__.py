@@ -6,14 +6,16 @@ from haki_client import HakiClient, render
 with HakiClient(project_id="acme-support", fail_open=True) as haki:  # HAKI_URL, HAKI_API_KEY
     haki.remember_event("user-marie", user_message)             # capture the conversation
     answer = haki.context("user-marie", user_message, purpose="support_reply",
-                          budget_tokens=400)
-    prompt = render(answer.packet) + "\\n\\n" + user_message
+                          budget_tokens=400, render=True)
+    prompt = render(answer) + "\\n\\n" + user_message  # the service's <haki_memory> block
 ```
+
+The models (``haki_client.models``) are generated from the API's OpenAPI document.
 """
 
 __version__ = "0.1.0"
 
-from haki_client.client import AsyncHakiClient, HakiClient, empty_response
+from haki_client.client import AsyncHakiClient, HakiClient, empty_response, render
 from haki_client.errors import HakiError
 from haki_client.models import (
     ConflictPage,
@@ -37,7 +39,6 @@ from haki_client.models import (
     StatsOverview,
     TraceDecision,
 )
-from haki_client.render import render
 
 __all__ = [
     "AsyncHakiClient",

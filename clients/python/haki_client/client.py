@@ -89,14 +89,25 @@ _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def empty_response(reason: str) -> ContextResponse:
+def empty_response(reason: str, render: bool = False) -> ContextResponse:
     """The packet a fail-open client returns when the service is down: nothing to inject
-    (it renders as ""), one warning saying why, no trace."""
+    (its block, when asked, is ""), one warning saying why, no trace."""
     return ContextResponse(
         packet=ContextPacket(
             facts=[], episodes=[], status="degraded", empty_reason=None,
             warnings=[f"haki_unavailable: {reason}; no memory was served (fail_open)"]),
-        token_count=0, trace_id=None)
+        token_count=0, trace_id=None, block="" if render else None)
+
+
+def render(answer: ContextResponse) -> str:
+    """The ``<haki_memory>`` block of an answer to ``context(..., render=True)``, as the
+    service rendered it (``answer.block``); "" for an empty packet."""
+    if not isinstance(answer, ContextResponse):
+        raise TypeError(f"render() takes the ContextResponse of context(..., render=True), "
+                        f"not a {type(answer).__name__}")
+    if answer.block is None:
+        raise ValueError("this answer has no block: ask for it with context(..., render=True)")
+    return answer.block
 
 
 class _Policy:
@@ -210,10 +221,10 @@ class _Policy:
             return True
         return error.status is not None and (error.status >= 500 or error.status == 429)
 
-    def fallback(self, error: HakiError) -> ContextResponse:
+    def fallback(self, error: HakiError, render: bool) -> ContextResponse:
         logger.warning("haki: %s (status %s); serving an empty packet (fail_open)",
                        error.code, error.status)
-        return empty_response(error.code)
+        return empty_response(error.code, render)
 
 
 def _retry_after(response: httpx.Response) -> float:
@@ -260,10 +271,11 @@ class _Routes:
         return self._policy.scope(project_id)
 
     def context(self, subject_id: str, query: str, purpose: str | None,
-                budget_tokens: int | None, project_id: str | None) -> Call:
+                budget_tokens: int | None, render: bool, project_id: str | None) -> Call:
+        # ``render`` is sent only when asked: a request without it is what it always was.
         return CONTEXT, {"body": {
             "project_id": self._scope(project_id), "subject_id": subject_id, "query": query,
-            "purpose": purpose, "budget_tokens": budget_tokens}}
+            "purpose": purpose, "budget_tokens": budget_tokens, "render": render or None}}
 
     def inspect(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
         return INSPECT, {"path": {"trace_id": trace_id}, "query": {
@@ -325,8 +337,8 @@ class HakiClient:
     """Synchronous client. ``url``, ``api_key`` and ``project_id`` default to ``HAKI_URL``
     (else ``http://127.0.0.1:8787``), ``HAKI_API_KEY`` and ``HAKI_PROJECT_ID``.
 
-    With ``fail_open=True``, :meth:`context` returns an empty packet (rendering as "") and
-    logs a warning when the service cannot be reached or answers 5xx / 429 after the
+    With ``fail_open=True``, :meth:`context` returns an empty packet (its block, when asked,
+    "") and logs a warning when the service cannot be reached or answers 5xx / 429 after the
     retries; every other call, and every 4xx, raises :class:`HakiError`.
     """
 
@@ -378,15 +390,16 @@ class HakiClient:
 
     def context(
         self, subject_id: str, query: str, *, purpose: str | None = None,
-        budget_tokens: int | None = None, project_id: str | None = None,
+        budget_tokens: int | None = None, render: bool = False, project_id: str | None = None,
     ) -> ContextResponse:
-        """``POST /v1/context``: the packet for ``subject_id`` and ``query``."""
+        """``POST /v1/context``: the packet for ``subject_id`` and ``query``; with
+        ``render=True`` also the prompt-ready ``<haki_memory>`` block (``answer.block``)."""
         try:
             return self._call(*self._routes.context(subject_id, query, purpose, budget_tokens,
-                                                    project_id))
+                                                    render, project_id))
         except HakiError as error:
             if self._policy.fails_open(error):
-                return self._policy.fallback(error)
+                return self._policy.fallback(error, render)
             raise
 
     def inspect(self, trace_id: UUID | str, *, subject_id: str,
@@ -512,14 +525,14 @@ class AsyncHakiClient:
 
     async def context(
         self, subject_id: str, query: str, *, purpose: str | None = None,
-        budget_tokens: int | None = None, project_id: str | None = None,
+        budget_tokens: int | None = None, render: bool = False, project_id: str | None = None,
     ) -> ContextResponse:
         try:
             return await self._call(*self._routes.context(subject_id, query, purpose,
-                                                          budget_tokens, project_id))
+                                                          budget_tokens, render, project_id))
         except HakiError as error:
             if self._policy.fails_open(error):
-                return self._policy.fallback(error)
+                return self._policy.fallback(error, render)
             raise
 
     async def inspect(self, trace_id: UUID | str, *, subject_id: str,

@@ -1,348 +1,306 @@
-"""Typed models of the Haki API, one per schema of ``docs/openapi.json``.
+# Generated from docs/openapi.json by clients/python/generate_models.py (datamodel-code-generator).
+# Do not edit: run that script again.
 
-A test (``tests/clients/test_python_models.py``) compares the JSON schema of every model here
-with the schema of the same name in the committed OpenAPI document and fails on any drift in
-field names, types, formats, enumerations, nullability, defaults or required fields.
+from __future__ import annotations
 
-Two deliberate differences, both listed in that test:
-
-* Response models **ignore** unknown fields (the service refuses them in requests, but a newer
-  service may add a field to a response; an older client must keep working).
-* Length and range bounds are not repeated here: the service checks them and answers with its
-  stable error code (``missing_scope``, ``budget_exceeded``, ``validation_error``), which the
-  client raises as :class:`haki_client.HakiError`. A client-side check would answer the same
-  mistake with a different error.
-
-``ContextResponse.trace_id`` is optional here: a client created with ``fail_open=True`` returns
-an empty packet without a trace when the service cannot be reached (:attr:`ContextResponse.served`).
-"""
-
-from datetime import date, datetime
+from datetime import date as date_aliased
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
-
-Status = Literal["ok", "degraded"]
-EmptyReason = Literal["no_memory", "no_relevant_memory", "all_filtered"]
-TraceAction = Literal["included", "excluded", "blocked"]
-FactStatus = Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
-Volatility = Literal["stable", "slow", "volatile", "ephemeral"]
-FactOutcome = Literal["created", "reinforced", "superseded", "conflict"]
-ForgetMode = Literal["disable", "delete"]
+from haki_client._base import ContextPacketModel, ContextResponseModel, Model
+from pydantic import AwareDatetime, ConfigDict
 
 
-class _Response(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# --------------------------------------------------------------------------- context
-
-
-class ContextRequest(_Request):
-    """``POST /v1/context``."""
-
-    project_id: str
-    subject_id: str
-    query: str
-    purpose: str | None = None
-    budget_tokens: int = 900
-
-
-class PacketFact(_Response):
+class ConflictFact(Model):
     id: UUID
     predicate: str
+    status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
     value: Any
-    confidence: float | None
-    valid_from: datetime | None
-    source_event_ids: list[UUID]
-    unconfirmed: bool = False
 
 
-class PacketEpisode(_Response):
-    event_id: UUID
-    kind: str
-    occurred_at: datetime
-    excerpt: str
-
-
-class ContextPacket(_Response):
-    facts: list[PacketFact]
-    episodes: list[PacketEpisode]
-    warnings: list[str]
-    status: Status
-    empty_reason: EmptyReason | None
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.facts and not self.episodes
-
-
-class ContextResponse(_Response):
-    packet: ContextPacket
-    token_count: int
-    #: ``None`` only for the empty packet a ``fail_open`` client returns when the service is
-    #: down; every packet the service served has its trace.
-    trace_id: UUID | None
-
-    @property
-    def served(self) -> bool:
-        """Whether the service answered (``False``: the fail-open empty packet)."""
-        return self.trace_id is not None
-
-
-# --------------------------------------------------------------------------- inspect
-
-
-class TraceDecision(_Response):
-    """One decision of the trace: what was decided for one candidate considered, and why."""
-
-    ordinal: int
-    fact_id: UUID | None
-    event_id: UUID | None
-    action: TraceAction
-    reason_code: str
-    rank: int | None
-    score: float | None
-    similarity: float | None
-    text_rank: float | None
-    recency: float | None
-    tokens: int | None
-    unconfirmed: bool = False
-    #: Fused ranking: the row's rank in the vector arm and in the text arm (None: that arm did
-    #: not return it; both None: an episode brought in as a neighbour), and the episode whose
-    #: neighbour share raised its score. ``score`` is then the fused score.
-    vector_rank: int | None = None
-    text_arm_rank: int | None = None
-    expanded_from: UUID | None = None
-
-
-class InspectResponse(_Response):
-    trace_id: UUID
-    project_id: str
+class ConflictView(Model):
+    created_at: AwareDatetime
+    facts: list[ConflictFact]
+    id: UUID
+    reason: str | None
+    resolved_at: AwareDatetime | None
+    status: Literal["open", "resolved"]
     subject_id: str
+
+
+class ContextRequest(Model):
+    """
+    ``POST /v1/context``.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    budget_tokens: int = 900
+    project_id: str
+    purpose: str | None = None
     query: str
-    purpose: str | None
-    budget_tokens: int
-    packet: ContextPacket
-    token_count: int
-    created_at: datetime
-    decisions: list[TraceDecision]
-
-
-# --------------------------------------------------------------------------- stats
-
-
-class DayCount(_Response):
-    date: date
-    count: int
-
-
-class StatsOverview(_Response):
-    """``GET /v1/stats/overview``. Latency and rates are ``null`` until calls exist."""
-
-    project_id: str
-    subject_id: str | None
-    active_facts: int
-    open_conflicts: int
-    events_this_week: list[DayCount]
-    recall_count: int
-    recall_p50_ms: float | None
-    recall_p99_ms: float | None
-    injection_rate: float | None
-    hit_rate: float | None
-    context_tokens_served: int
-
-
-# --------------------------------------------------------------------------- events
-
-
-class EventIn(_Request):
-    """An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
-    idempotent; the client gives an event that has neither an idempotency key of its own, so
-    a retried batch is never stored twice."""
-
+    render: bool = False
+    """
+    Also return the packet rendered as the prompt-ready <haki_memory> block (the response's `block`).
+    """
     subject_id: str
-    kind: str
-    occurred_at: datetime | None = None
-    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class DayCount(Model):
+    count: int
+    date: date_aliased
+
+
+class ErrorDetail(Model):
+    code: str
+    """
+    stable error code
+    """
+    message: str
+    """
+    human-readable, safe to show
+    """
+
+
+class EventIn(Model):
+    """
+    An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
+    idempotent: a replay returns the original id and writes nothing.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
     id: UUID | None = None
     idempotency_key: str | None = None
+    kind: str
+    occurred_at: AwareDatetime | None = None
+    payload: dict[str, Any] | None = None
+    subject_id: str
 
 
-class EventsRequest(_Request):
-    """``POST /v1/events``: 1 to 100 events."""
-
-    project_id: str
-    events: list[EventIn]
-
-
-class EventWritten(_Response):
-    id: UUID
-    #: The event had been stored before (same id or idempotency key): nothing was written.
+class EventWritten(Model):
     deduplicated: bool
+    id: UUID
 
 
-class EventsResponse(_Response):
+class EventsRequest(Model):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    events: list[EventIn]
+    project_id: str
+
+
+class EventsResponse(Model):
     events: list[EventWritten]
 
 
-# --------------------------------------------------------------------------- facts
-
-
-class FactIn(_Request):
-    subject_id: str
-    predicate: str
-    value: Any
-    status: Literal["candidate", "active"] = "active"
+class FactIn(Model):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
     confidence: float | None = None
-    volatility: Volatility = "stable"
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    predicate: str
+    source_event_ids: list[UUID] | None = None
+    status: Literal["candidate", "active"] = "active"
+    subject_id: str
     supersedes_id: UUID | None = None
-    source_event_ids: list[UUID] = Field(default_factory=list)
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    value: Any
+    volatility: Literal["stable", "slow", "volatile", "ephemeral"] = "stable"
 
 
-class FactsRequest(_Request):
-    """``POST /v1/facts``: 1 to 100 facts."""
-
+class FactStatusRequest(Model):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
     project_id: str
-    facts: list[FactIn]
+    status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
 
 
-class FactWritten(_Response):
+class FactView(Model):
+    confidence: float | None
     id: UUID
-    outcome: FactOutcome
-    status: FactStatus
+    last_reinforced_at: AwareDatetime | None
+    predicate: str
+    qualifiers: dict[str, Any]
+    recorded_from: AwareDatetime
+    recorded_to: AwareDatetime | None
+    source_event_ids: list[UUID]
+    status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
+    subject_id: str
+    supersedes_id: UUID | None
+    valid_from: AwareDatetime | None
+    valid_to: AwareDatetime | None
+    value: Any
     version: int
+    volatility: Literal["stable", "slow", "volatile", "ephemeral"]
+
+
+class FactWritten(Model):
     conflict_id: UUID | None = None
+    id: UUID
+    outcome: Literal["created", "reinforced", "superseded", "conflict"]
+    status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
     supersedes_id: UUID | None = None
+    version: int
 
 
-class FactsResponse(_Response):
+class FactsRequest(Model):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    facts: list[FactIn]
+    project_id: str
+
+
+class FactsResponse(Model):
     facts: list[FactWritten]
 
 
-class FactView(_Response):
-    id: UUID
-    subject_id: str
-    predicate: str
-    value: Any
-    qualifiers: dict[str, Any]
-    status: FactStatus
-    confidence: float | None
-    volatility: Volatility
-    valid_from: datetime | None
-    valid_to: datetime | None
-    recorded_from: datetime
-    recorded_to: datetime | None
-    last_reinforced_at: datetime | None
-    supersedes_id: UUID | None
-    source_event_ids: list[UUID]
-    version: int
+class ForgetRequest(Model):
+    """
+    Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
+    ``delete`` erases the rows (right to erasure) and returns a receipt.
+    """
 
-
-class FactPage(_Response):
-    facts: list[FactView]
-    next_cursor: str | None
-
-
-class FactStatusRequest(_Request):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    fact_id: UUID | None = None
+    mode: Literal["disable", "delete"]
     project_id: str
-    status: FactStatus
+    subject_id: str | None = None
 
 
-class FactStatusResponse(_Response):
-    fact: FactView
-    conflict_id: UUID | None = None
+class ForgetResponse(Model):
+    counts: dict[str, int]
+    forgotten_at: AwareDatetime
+    mode: Literal["disable", "delete"]
+    receipt_id: UUID | None
+    target: Literal["subject", "fact"]
 
 
-# --------------------------------------------------------------------------- conflicts
+class PacketEpisode(Model):
+    event_id: UUID
+    excerpt: str
+    kind: str
+    occurred_at: AwareDatetime
 
 
-class ConflictFact(_Response):
+class PacketFact(Model):
+    confidence: float | None
     id: UUID
     predicate: str
+    source_event_ids: list[UUID]
+    unconfirmed: bool = False
+    valid_from: AwareDatetime | None
     value: Any
-    status: FactStatus
 
 
-class ConflictView(_Response):
-    id: UUID
-    subject_id: str
-    status: Literal["open", "resolved"]
-    reason: str | None
-    created_at: datetime
-    resolved_at: datetime | None
-    facts: list[ConflictFact]
+class ResolveRequest(Model):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    keep_fact_id: UUID
+    project_id: str
 
 
-class ConflictPage(_Response):
+class ResolveResponse(Model):
+    conflict_id: UUID
+    kept_fact_id: UUID
+    resolved_at: AwareDatetime
+    superseded_fact_ids: list[UUID]
+
+
+class StatsOverview(Model):
+    """
+    ``GET /v1/stats/overview``. Latency and rates are ``null`` until calls exist.
+    """
+
+    active_facts: int
+    context_tokens_served: int
+    events_this_week: list[DayCount]
+    hit_rate: float | None
+    injection_rate: float | None
+    open_conflicts: int
+    project_id: str
+    recall_count: int
+    recall_p50_ms: float | None
+    recall_p99_ms: float | None
+    subject_id: str | None
+
+
+class TraceDecision(Model):
+    """
+    One decision of the trace: what was decided for one candidate considered, and why.
+    """
+
+    action: Literal["included", "excluded", "blocked"]
+    event_id: UUID | None
+    expanded_from: UUID | None = None
+    fact_id: UUID | None
+    ordinal: int
+    rank: int | None
+    reason_code: str
+    recency: float | None
+    score: float | None
+    similarity: float | None
+    text_arm_rank: int | None = None
+    text_rank: float | None
+    tokens: int | None
+    unconfirmed: bool = False
+    vector_rank: int | None = None
+
+
+class ConflictPage(Model):
     conflicts: list[ConflictView]
     next_cursor: str | None
 
 
-class ResolveRequest(_Request):
-    project_id: str
-    keep_fact_id: UUID
+class ContextPacket(ContextPacketModel):
+    empty_reason: Literal["no_memory", "no_relevant_memory", "all_filtered"] | None
+    episodes: list[PacketEpisode]
+    facts: list[PacketFact]
+    status: Literal["ok", "degraded"]
+    warnings: list[str]
 
 
-class ResolveResponse(_Response):
-    conflict_id: UUID
-    kept_fact_id: UUID
-    superseded_fact_ids: list[UUID]
-    resolved_at: datetime
+class ContextResponse(ContextResponseModel):
+    block: str | None = None
+    """
+    The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+    """
+    packet: ContextPacket
+    token_count: int
+    trace_id: UUID | None
 
 
-# --------------------------------------------------------------------------- forget
-
-
-class ForgetRequest(_Request):
-    """Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
-    ``delete`` erases the rows (right to erasure) and returns a receipt."""
-
-    project_id: str
-    mode: ForgetMode
-    subject_id: str | None = None
-    fact_id: UUID | None = None
-
-
-class ForgetResponse(_Response):
-    receipt_id: UUID | None
-    target: Literal["subject", "fact"]
-    mode: ForgetMode
-    counts: dict[str, int]
-    forgotten_at: datetime
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class ErrorDetail(_Response):
-    code: str
-    message: str
-
-
-class Error(_Response):
-    """Every error body: ``{"error": {"code", "message"}}``."""
-
+class Error(Model):
     error: ErrorDetail
 
 
-#: OpenAPI component name → model. The drift test requires exactly these names.
-SCHEMAS: dict[str, type[BaseModel]] = {
-    model.__name__: model
-    for model in (
-        ContextRequest, PacketFact, PacketEpisode, ContextPacket, ContextResponse,
-        TraceDecision, InspectResponse, DayCount, StatsOverview, Error,
-        EventIn, EventsRequest, EventWritten, EventsResponse,
-        FactIn, FactsRequest, FactWritten, FactsResponse, FactView, FactPage,
-        FactStatusRequest, FactStatusResponse,
-        ConflictFact, ConflictView, ConflictPage, ResolveRequest, ResolveResponse,
-        ForgetRequest, ForgetResponse,
-    )
-}
+class FactPage(Model):
+    facts: list[FactView]
+    next_cursor: str | None
+
+
+class FactStatusResponse(Model):
+    conflict_id: UUID | None = None
+    fact: FactView
+
+
+class InspectResponse(Model):
+    budget_tokens: int
+    created_at: AwareDatetime
+    decisions: list[TraceDecision]
+    packet: ContextPacket
+    project_id: str
+    purpose: str | None
+    query: str
+    subject_id: str
+    token_count: int
+    trace_id: UUID

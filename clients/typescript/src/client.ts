@@ -7,15 +7,14 @@
  * made, on 429 and 503, and — for idempotent operations only — on a timeout, a dropped
  * connection, 502 and 504. Never on any other 4xx.
  *
- * With `failOpen: true`, `context()` resolves to an empty packet (rendering as "") and logs a
- * warning when the service cannot be reached or answers 5xx / 429 after the retries; every
+ * With `failOpen: true`, `context()` resolves to an empty packet (its block, when asked, "")
+ * and logs a warning when the service cannot be reached or answers 5xx / 429 after the retries; every
  * other call, and every 4xx, throws {@link HakiError}.
  */
 
 import {
   CONFIGURATION_ERROR, CONNECTION_ERROR, HakiError, UNEXPECTED_RESPONSE,
 } from "./errors.js";
-import { parseJson } from "./json.js";
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
   ConflictPage, ConflictsQuery, ContextRequest, ContextResponse, ContextResult, EventIn,
@@ -76,15 +75,25 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** The empty packet a fail-open client resolves to when the service is down. */
-export function emptyResult(reason: string): ContextResult {
+/** The empty packet a fail-open client resolves to when the service is down (its block, when
+ * asked, is ""). */
+export function emptyResult(reason: string, render = false): ContextResult {
   return {
     packet: {
       facts: [], episodes: [], status: "degraded", empty_reason: null,
       warnings: [`haki_unavailable: ${reason}; no memory was served (fail_open)`],
     },
-    token_count: 0, trace_id: null, served: false,
+    token_count: 0, trace_id: null, served: false, ...(render ? { block: "" } : {}),
   };
+}
+
+/** The `<haki_memory>` block of an answer to `context({ ..., render: true })`, as the service
+ * rendered it (`answer.block`); "" for an empty packet. */
+export function render(answer: ContextResult): string {
+  if (typeof answer?.block !== "string") {
+    throw new TypeError("this answer has no block: ask for it with context({ ..., render: true })");
+  }
+  return answer.block;
 }
 
 type Attempt =
@@ -121,17 +130,20 @@ export class HakiClient {
 
   // ------------------------------------------------------------------ routes
 
-  /** `POST /v1/context`: the packet for a subject and a query. */
+  /** `POST /v1/context`: the packet for a subject and a query; with `render: true` also the
+   * prompt-ready `<haki_memory>` block (`answer.block`, or {@link render}). */
   async context(request: InProject<ContextRequest>): Promise<ContextResult> {
+    // `render` is sent only when asked: a request without it is what it always was.
+    const { render: asked, ...rest } = request;
     try {
       const answer = await this.call<ContextResponse>(OPERATIONS.context, {
-        body: { ...request, project_id: request.project_id ?? this.projectId },
+        body: { ...rest, project_id: request.project_id ?? this.projectId, ...(asked ? { render: true } : {}) },
       });
       return { ...answer, served: true };
     } catch (error) {
       if (error instanceof HakiError && this.failsOpen(error)) {
         this.logger.warn(`haki: ${error.code} (status ${error.status}); serving an empty packet (fail_open)`);
-        return emptyResult(error.code);
+        return emptyResult(error.code, asked === true);
       }
       throw error;
     }
@@ -329,7 +341,7 @@ function answer<T>(response: Response, text: string): T {
   const requestId = response.headers.get("x-amzn-RequestId");
   let parsed: unknown;
   try {
-    parsed = parseJson(text);
+    parsed = JSON.parse(text);
   } catch {
     throw new HakiError(UNEXPECTED_RESPONSE, `HTTP ${status} answer is not JSON`, status, requestId);
   }

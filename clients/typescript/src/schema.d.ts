@@ -244,11 +244,22 @@ export interface components {
             purpose?: string | null;
             /** Query */
             query: string;
+            /**
+             * Render
+             * @description Also return the packet rendered as the prompt-ready <haki_memory> block (the response's `block`).
+             * @default false
+             */
+            render: boolean;
             /** Subject Id */
             subject_id: string;
         };
         /** ContextResponse */
         ContextResponse: {
+            /**
+             * Block
+             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+             */
+            block?: string;
             packet: components["schemas"]["ContextPacket"];
             /** Token Count */
             token_count: number;
@@ -270,12 +281,14 @@ export interface components {
         };
         /** Error */
         Error: {
-            error: {
-                /** @description stable error code */
-                code: string;
-                /** @description human-readable, safe to show */
-                message: string;
-            };
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** ErrorDetail */
+        ErrorDetail: {
+            /** @description stable error code */
+            code: string;
+            /** @description human-readable, safe to show */
+            message: string;
         };
         /**
          * EventIn

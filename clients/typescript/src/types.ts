@@ -5,7 +5,9 @@ import type { components, paths } from "./schema.js";
 
 type Schemas = components["schemas"];
 
-export type ContextRequest = Schemas["ContextRequest"];
+/** What `context()` sends: `budget_tokens` and `render` have the service's defaults (900 and
+ * false; `render: true` asks for the prompt-ready block, the answer's `block`). */
+export type ContextRequest = Defaulted<Schemas["ContextRequest"], "budget_tokens" | "render">;
 export type ContextResponse = Schemas["ContextResponse"];
 export type ContextPacket = Schemas["ContextPacket"];
 export type PacketFact = Schemas["PacketFact"];
@@ -47,6 +49,9 @@ export type ContextResult = Omit<ContextResponse, "trace_id"> & {
   trace_id: string | null;
   served: boolean;
 };
+
+/** `T` with the fields `K` optional: the service gives them a default. */
+export type Defaulted<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
 /** A request made in the key's project unless it says otherwise. */
 export type InProject<T extends { project_id: string }> = Omit<T, "project_id"> & {

@@ -30,11 +30,15 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
 
   test("context, inspect and stats", async () => {
     const client = haki();
-    const answer = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", budget_tokens: 120 });
+    const answer = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", budget_tokens: 120, render: true });
     assert.equal(answer.served, true);
     assert.ok(answer.packet.facts.length > 0 && answer.token_count <= 120);
     assert.ok(answer.packet.facts.some((f) => f.predicate === "preferred_language"));
     assert.match(render(answer), /^<haki_memory>\nFacts:\n- [^]*<\/haki_memory>$/);
+    assert.equal(render(answer), answer.block);
+    const plain = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", budget_tokens: 120 });
+    assert.equal("block" in plain, false);
+    assert.throws(() => render(plain), /render: true/);
     const trace = await client.inspect(answer.trace_id, { subject_id: SUBJECT });
     assert.deepEqual(trace.packet, answer.packet);
     assert.ok(trace.decisions.some((d) => d.action === "blocked"));
@@ -63,7 +67,7 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.equal(written.deduplicated, false);
     const again = await client.rememberEvent({ subject_id: who, kind: "conversation.message", text, idempotency_key: `${who}-1` });
     assert.deepEqual([again.id, again.deduplicated], [written.id, true]);
-    const answer = await client.context({ subject_id: who, query: "Qui contacter pour la facture pendant son absence ?", purpose: "support_reply" });
+    const answer = await client.context({ subject_id: who, query: "Qui contacter pour la facture pendant son absence ?", purpose: "support_reply", render: true });
     assert.deepEqual(answer.packet.episodes.map((e) => e.event_id), [written.id]);
     assert.match(render(answer), /Julie Martin/);
 
@@ -86,9 +90,9 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(await codeOf(client.recordFact({ subject_id: "", predicate: "p", value: 1 })), ["missing_scope", 422]);
   });
 
-  test("a live hostile packet renders for the service to check", async () => {
+  test("the block of a live hostile packet, for the service to check", async () => {
     const client = haki();
-    const answer = await client.context({ subject_id: HOSTILE_SUBJECT, query: HOSTILE_QUERY, purpose: "test", budget_tokens: 4000 });
+    const answer = await client.context({ subject_id: HOSTILE_SUBJECT, query: HOSTILE_QUERY, purpose: "test", budget_tokens: 4000, render: true });
     assert.ok(answer.packet.facts.length >= 5);
     const block = render(answer);
     assert.equal(block.split("<haki_memory>").length, 2);
@@ -147,6 +151,18 @@ describe("retries, timeouts and fail-open", () => {
     } finally { await s.close(); }
   });
 
+  test("render is sent only when asked", async () => {
+    const s = await stub([OK, OK]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p" });
+      await client.context({ subject_id: "s", query: "q", render: false });
+      await client.context({ subject_id: "s", query: "q", render: true });
+      const [plain, asked] = s.requests.map((r) => JSON.parse(r.body));
+      assert.equal("render" in plain, false);
+      assert.equal(asked.render, true);
+    } finally { await s.close(); }
+  });
+
   test("retries give up after maxRetries", async () => {
     const s = await stub([UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE]);
     try {
@@ -181,7 +197,7 @@ describe("retries, timeouts and fail-open", () => {
     }
     const warnings = [];
     const lenient = new HakiClient({ url, apiKey: "hk_x", projectId: "p", backoffMs: 10, failOpen: true, logger: { warn: (m) => warnings.push(m) } });
-    const answer = await lenient.context({ subject_id: "s", query: "a query that must not be logged" });
+    const answer = await lenient.context({ subject_id: "s", query: "a query that must not be logged", render: true });
     assert.equal(answer.served, false);
     assert.equal(answer.trace_id, null);
     assert.equal(answer.token_count, 0);

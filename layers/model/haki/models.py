@@ -8,7 +8,16 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    field_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
 
 #: Bounds of the public contract (docs/spec.md §4).
 SCOPE_MAX_CHARS = 128
@@ -47,6 +56,10 @@ class ContextRequest(_Strict):
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
     budget_tokens: StrictInt = Field(default=DEFAULT_BUDGET_TOKENS, gt=0, le=MAX_BUDGET_TOKENS)
+    render: StrictBool = Field(
+        default=False,
+        description="Also return the packet rendered as the prompt-ready <haki_memory> block "
+                    "(the response's `block`).")
 
     @field_validator("query")
     @classmethod
@@ -91,10 +104,24 @@ class ContextPacket(_Strict):
     empty_reason: EmptyReason | None
 
 
+def _absent_by_default(schema: dict[str, Any]) -> None:
+    """A field left out of the JSON when unset documents no default (it has no value)."""
+    schema.pop("default", None)
+
+
 class ContextResponse(_Strict):
     packet: ContextPacket
     token_count: int
     trace_id: UUID
+    #: Only in the answer to a request with ``render: true``; absent otherwise, so an answer to
+    #: a request that does not ask is what it was before the field existed.
+    block: str | SkipJsonSchema[None] = Field(
+        default=None, exclude_if=lambda value: value is None,
+        json_schema_extra=_absent_by_default,
+        description="The packet as the prompt-ready <haki_memory> block: every memory text on "
+                    "one line, its angle brackets replaced by ‹ ›, so memory can neither close "
+                    "the block nor open another. Empty when the packet is empty. Present only "
+                    "when the request asked `render: true`.")
 
 
 # --------------------------------------------------------------------------- inspect

@@ -15,6 +15,7 @@ from pathlib import Path
 from uuid import UUID
 
 from haki.assembler import RetrievalConfig, assemble
+from haki.assembler.render import render_packet
 from haki.db import Database, Role, database_url
 from haki.embedding import get_embedder
 from haki.memory.api import ResolveRequest
@@ -23,7 +24,6 @@ from haki.models import ContextRequest
 from haki.settings import get_settings
 from haki.validation import parse
 from haki_local.documents import parse_document
-from haki_local.render import render_packet
 from haki_local.writer import MemoryWriter
 
 

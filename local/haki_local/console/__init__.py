@@ -32,6 +32,7 @@ from uuid import UUID
 from starlette.responses import Response
 
 from haki.assembler.config import RetrievalConfig
+from haki.assembler.render import render_packet
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role, database_url
 from haki.db.connection import acting_for
@@ -41,7 +42,6 @@ from haki.settings import Settings
 from haki_aws.errors import error_body
 from haki_local.baselines import SeedConfig
 from haki_local.console.reads import candidate_texts, recent_calls
-from haki_local.render import render_packet
 
 PREFIX = "/console"
 STATIC = Path(__file__).resolve().parent / "static"

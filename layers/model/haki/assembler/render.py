@@ -1,20 +1,18 @@
-"""The prompt-ready ``<haki_memory>`` block, exactly as the service renders it.
-
-This is a copy of ``haki_local.render.render_packet`` and of the text helpers it uses
-(``haki.text``), so the client needs nothing of the service installed; a test renders hostile
-packets with both and requires the same string.
+"""The prompt-ready ``<haki_memory>`` block: what ``POST /v1/context`` returns as ``block``
+when asked (``render: true``), what ``haki context --render`` prints and what the console
+shows. The SDKs take this string from the service; there is no other renderer.
 
 Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
 be able to close the block, open a forged one, or add lines that look like the block's own.
 Every memory text is put on one line (line breaks of any kind become spaces, other control
-characters are dropped) and its angle brackets become the look-alikes ‹ ›.
+characters are dropped) and its angle brackets become the look-alike ‹ › , so no tag can be
+formed from memory, whatever its case or spacing.
 """
 
-import json
 import re
-from typing import Any
 
-from haki_client.models import ContextPacket, ContextResponse
+from haki.models import ContextPacket
+from haki.text import fact_text
 
 #: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters.
 _BREAKS = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]+")
@@ -27,23 +25,9 @@ def inline(text: str) -> str:
     return _CONTROLS.sub("", _BREAKS.sub(" ", text)).translate(_ANGLES)
 
 
-def value_text(value: Any) -> str:
-    """A fact value as text: strings as they are, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
-
-
-def fact_text(predicate: str, value: Any) -> str:
-    """``preferred_language`` + ``"fr"`` → ``preferred language: fr``."""
-    return f"{predicate.replace('_', ' ')}: {value_text(value)}"
-
-
-def render(packet: ContextPacket | ContextResponse) -> str:
-    """``<haki_memory>…</haki_memory>``, ready to put before the LLM call; an empty packet
-    (including the fail-open one) renders as an empty string."""
-    if isinstance(packet, ContextResponse):
-        packet = packet.packet
+def render_packet(packet: ContextPacket) -> str:
+    """``<haki_memory>…</haki_memory>``; an empty packet renders as an empty string (an
+    "I remember nothing" block would itself distract the model)."""
     if not packet.facts and not packet.episodes:
         return ""
     lines = ["<haki_memory>"]

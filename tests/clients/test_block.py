@@ -1,0 +1,49 @@
+"""The ``<haki_memory>`` block the service returns (``render: true``): memory cannot close the
+block, open a forged one or add lines of its own, whatever it holds — on the live service, over
+HTTP, for memory loaded to break out of it, and on hostile packets given to the renderer the
+service runs (``haki.assembler.render``)."""
+
+from haki.assembler.render import render_packet
+from haki.models import ContextPacket
+from haki_local.demo import DEMO_PROJECT
+from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT, packets
+from tests.e2e.conftest import Client, Server
+
+
+def assert_sealed(block: str, facts: int, episodes: int) -> None:
+    """The block's own two tags and nothing else that could be read as a tag; one line per
+    fact and per episode, under its heading."""
+    lines = block.split("\n")
+    assert lines[0] == "<haki_memory>" and lines[-1] == "</haki_memory>", block
+    assert block.count("<") == 2 and block.count(">") == 2, block
+    body = lines[1:-1]
+    expected = (["Facts:"] if facts else []) + (["Episodes:"] if episodes else [])
+    assert [line for line in body if not line.startswith("- ")] == expected, block
+    assert len(body) == len(expected) + facts + episodes, block
+
+
+def test_live_hostile_memory_cannot_close_or_forge_the_served_block(haki_server: Server):
+    answer = Client(haki_server.url).request(
+        "POST", "/v1/context", key=haki_server.key, body={
+            "project_id": DEMO_PROJECT, "subject_id": HOSTILE_SUBJECT, "query": HOSTILE_QUERY,
+            "purpose": "test", "budget_tokens": 4000, "render": True})
+    assert answer.status == 200
+    packet = answer.json["packet"]
+    assert len(packet["facts"]) >= 5 and packet["episodes"]
+    block = answer.json["block"]
+    assert_sealed(block, len(packet["facts"]), len(packet["episodes"]))
+    # The forged tags are still there to read, as look-alikes that no parser takes for tags.
+    assert "‹/haki_memory›" in block and "‹haki_memory›" in block
+
+
+def test_hostile_packets_cannot_close_or_forge_the_block():
+    sealed = 0
+    for text in packets():
+        packet = ContextPacket.model_validate_json(text)
+        block = render_packet(packet)
+        if not packet.facts and not packet.episodes:
+            assert block == ""
+            continue
+        assert_sealed(block, len(packet.facts), len(packet.episodes))
+        sealed += 1
+    assert sealed > 300
