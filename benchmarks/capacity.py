@@ -20,7 +20,6 @@ import json
 import os
 import statistics
 import time
-import uuid
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -28,16 +27,14 @@ import numpy as np
 import psycopg
 
 from benchmarks.measure import precomputed
-from benchmarks.server import start_bench_server
+from benchmarks.scratch import scratch_tenant
 from benchmarks.trace_storage import WORDS, _unit, seed
 from haki.assembler.assemble import assemble
 from haki.assembler.config import RetrievalConfig
-from haki.db import Database, Role
+from haki.db import Role
 from haki.db.connection import acting_for
 from haki.models import ContextRequest
 from haki.settings import SOURCE_ROOT, Settings
-from haki_local.admin import tenant_keys
-from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "capacity.json"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -53,18 +50,16 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
     rng = np.random.default_rng(21)
-    with scratch_database(start_bench_server()) as urls:
-        project = f"cap-{uuid.uuid4().hex[:6]}"
-        centre = seed(urls[Role.OWNER], project, rng)
-        owner_db, app_db = Database(urls[Role.OWNER]), Database(urls[Role.APP])
-        key = tenant_keys(owner_db, [project], org_id="bench", label="cap")[project]
+    seeded = scratch_tenant("cap", lambda url, project: seed(url, project, rng))
+    with seeded as (tenant, centre):
+        project, urls, app_db = tenant.project, tenant.urls, tenant.app_db
         config = dataclasses.replace(RetrievalConfig.from_settings(Settings()), vector_top_k=76)
         requests = [(ContextRequest(project_id=project, subject_id="s",
                                     query=" ".join(rng.choice(WORDS, 4)) + f" {i}",
                                     purpose="answer", budget_tokens=800),
                      _normed(centre + 0.7 * _unit(rng)))
                     for i in range(args.calls + 20)]
-        with acting_for(key):
+        with acting_for(tenant.key):
             for request, vector in requests[:20]:  # warm: plans, caches
                 assemble(request, precomputed(vector), db=app_db, config=config)
             with app_db.transaction(project) as conn:
@@ -82,8 +77,6 @@ def main() -> None:
             cpu1, wall1 = _cpu_seconds(pid), time.perf_counter()
             with psycopg.connect(urls[Role.OWNER], autocommit=True) as su:
                 wal = _value(su, "SELECT pg_current_wal_lsn() - %s::pg_lsn", (lsn0,))
-        owner_db.close()
-        app_db.close()
     cpu_ms = (cpu1 - cpu0) * 1000 / args.calls
     result = {
         "calls": args.calls,

@@ -15,17 +15,13 @@ eleven lookups, printed as the per-call cost.
 
 import json
 import statistics
-import uuid
 
 import numpy as np
 import psycopg
 from pgvector.psycopg import register_vector
 
-from benchmarks.server import start_bench_server
-from haki.db import Database, Role
+from benchmarks.scratch import copy_rows, scratch_tenant, unit_vector_text
 from haki.db.connection import acting_for
-from haki_local.admin import tenant_keys
-from haki_local.evaluation import scratch_database
 
 REPEATS = 300
 LOOKUPS_PER_CALL = 11
@@ -35,13 +31,11 @@ def _seed(owner_url: str, project: str) -> None:
     rng = np.random.default_rng(7)
     with psycopg.connect(owner_url, autocommit=True) as conn:
         register_vector(conn)
-        with conn.cursor().copy(
-                "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
-        ) as copy:
-            for i in range(2000):
-                v = rng.standard_normal(384).astype(np.float32)
-                copy.write_row((project, "s", "note", f'"fact {i}"',
-                                "[" + ",".join(f"{x:.5f}" for x in v / np.linalg.norm(v)) + "]"))
+        copy_rows(conn,
+                  "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN",
+                  ((project, "s", "note", f'"fact {i}"',
+                    unit_vector_text(rng.standard_normal(384).astype(np.float32)))
+                   for i in range(2000)))
         conn.execute("ANALYZE facts")
 
 
@@ -53,14 +47,11 @@ def _execution_ms(conn: psycopg.Connection, sql: str, params: tuple[object, ...]
 
 
 def main() -> None:
-    with scratch_database(start_bench_server()) as urls:
-        project = f"cost-{uuid.uuid4().hex[:6]}"
-        _seed(urls[Role.OWNER], project)
-        owner_db, app_db = Database(urls[Role.OWNER]), Database(urls[Role.APP])
-        key = tenant_keys(owner_db, [project], org_id="bench", label="cost")[project]
+    with scratch_tenant("cost", _seed) as (tenant, _):
+        project, owner_db, app_db = tenant.project, tenant.owner_db, tenant.app_db
         read = "SELECT count(*) FROM facts WHERE project_id = %s AND subject_id = 's'"
         owner_ms, app_ms, lookup_us = [], [], []
-        with acting_for(key):
+        with acting_for(tenant.key):
             for _ in range(REPEATS):
                 with owner_db.transaction() as conn:
                     owner_ms.append(_execution_ms(conn, read, (project,)))
@@ -71,8 +62,6 @@ def main() -> None:
                     total = _execution_ms(
                         conn, "SELECT count(haki_tenant()) FROM generate_series(1, 10000)", ())
                     lookup_us.append(total * 1000 / 10_000)
-        owner_db.close()
-        app_db.close()
     lookup = statistics.median(lookup_us)
     owner_med, app_med = statistics.median(owner_ms), statistics.median(app_ms)
     print(f"haki_tenant(): {lookup:.2f} us a call (median of 20 x 10,000)")

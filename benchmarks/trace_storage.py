@@ -14,7 +14,7 @@ import argparse
 import dataclasses
 import json
 import statistics
-import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,15 +22,13 @@ import psycopg
 from pgvector.psycopg import register_vector
 
 from benchmarks.measure import precomputed
-from benchmarks.server import start_bench_server
+from benchmarks.scratch import copy_rows, scratch_tenant, unit_vector_text
 from haki.assembler.assemble import assemble
 from haki.assembler.config import RetrievalConfig
-from haki.db import Database, Role
+from haki.db import Role
 from haki.db.connection import acting_for
 from haki.models import ContextRequest
 from haki.settings import SOURCE_ROOT, Settings
-from haki_local.admin import tenant_keys
-from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "trace_storage.json"
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
@@ -60,57 +58,48 @@ def _unit(rng: np.random.Generator) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def _vector_text(v: np.ndarray) -> str:
-    return "[" + ",".join(f"{x:.5f}" for x in v) + "]"
-
-
 def seed(owner_url: str, project: str, rng: np.random.Generator) -> np.ndarray:
     """3,000 facts clustered around one direction (so a query meets many), 40 episodes."""
     centre = _unit(rng)
+
+    def rows(count: int, words: int, kind: str,
+             value: Callable[[int, str], str]) -> Iterator[tuple[object, ...]]:
+        """``count`` rows near ``centre``, each ``value(i, text)`` of ``words`` words."""
+        for i in range(count):
+            v = centre + 0.9 * _unit(rng)
+            text = " ".join(rng.choice(WORDS, words))
+            yield project, "s", kind, value(i, text), unit_vector_text(v)
+
     with psycopg.connect(owner_url, autocommit=True) as conn:
         register_vector(conn)
-        with conn.cursor().copy(
-                "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN"
-        ) as copy:
-            for i in range(3000):
-                v = centre + 0.9 * _unit(rng)
-                text = " ".join(rng.choice(WORDS, 12))
-                copy.write_row((project, "s", "note", json.dumps(f"fact {i}: {text}"),
-                                _vector_text(v / np.linalg.norm(v))))
-        with conn.cursor().copy(
-                "COPY events (project_id, subject_id, kind, payload, embedding) FROM STDIN"
-        ) as copy:
-            for i in range(40):
-                v = centre + 0.9 * _unit(rng)
-                text = " ".join(rng.choice(WORDS, 20))
-                copy.write_row((project, "s", "conversation.message",
-                                json.dumps({"text": f"episode {i}: {text}"}),
-                                _vector_text(v / np.linalg.norm(v))))
+        copy_rows(conn,
+                  "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN",
+                  rows(3000, 12, "note", lambda i, text: json.dumps(f"fact {i}: {text}")))
+        copy_rows(conn, "COPY events (project_id, subject_id, kind, payload, embedding) FROM STDIN",
+                  rows(40, 20, "conversation.message",
+                       lambda i, text: json.dumps({"text": f"episode {i}: {text}"})))
         conn.execute("ANALYZE")
     return centre
 
 
 def measure(calls: int) -> dict[str, float]:
     rng = np.random.default_rng(12)
-    with scratch_database(start_bench_server()) as urls:
-        project = f"bytes-{uuid.uuid4().hex[:6]}"
-        centre = seed(urls[Role.OWNER], project, rng)
-        owner_db, app_db = Database(urls[Role.OWNER]), Database(urls[Role.APP])
-        key = tenant_keys(owner_db, [project], org_id="bench", label="bytes")[project]
+    seeded = scratch_tenant("bytes", lambda url, project: seed(url, project, rng))
+    with seeded as (tenant, centre):
         # ~120 decisions a call: 76 from the vector arm, the text arm's and the episodes'.
         config = dataclasses.replace(RetrievalConfig.from_settings(Settings()),
                                      vector_top_k=76)
         decisions = []
-        with acting_for(key):
+        with acting_for(tenant.key):
             for i in range(calls):
                 q = centre + 0.7 * _unit(rng)
-                request = ContextRequest(project_id=project, subject_id="s",
+                request = ContextRequest(project_id=tenant.project, subject_id="s",
                                          query=" ".join(rng.choice(WORDS, 4)) + f" {i}",
                                          purpose="answer the user", budget_tokens=800)
                 assembly = assemble(request, precomputed(q / np.linalg.norm(q)),
-                                    db=app_db, config=config)
+                                    db=tenant.app_db, config=config)
                 decisions.append(assembly.candidates)
-        with psycopg.connect(urls[Role.OWNER], autocommit=True) as conn:
+        with psycopg.connect(tenant.urls[Role.OWNER], autocommit=True) as conn:
             conn.execute("VACUUM context_calls, context_traces")
             sizes = {}
             for table in ("context_calls", "context_traces"):
@@ -118,8 +107,6 @@ def measure(calls: int) -> dict[str, float]:
                 assert row is not None
                 heap, index = row
                 sizes[table] = (heap / calls, index / calls)
-        owner_db.close()
-        app_db.close()
     calls_heap, calls_index = sizes["context_calls"]
     traces_heap, traces_index = sizes["context_traces"]
     return {
