@@ -11,7 +11,6 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
-from psycopg.rows import dict_row
 
 from haki.db import Database
 from haki.errors import ConflictNotFound, ConflictNotOpen, FactNotFound, ValidationFailed
@@ -24,7 +23,7 @@ from haki.memory.api import (
     check_scope,
 )
 from haki.memory.lifecycle import check_transition, transition
-from haki.memory.pagination import decode_cursor, encode_cursor
+from haki.memory.pagination import read_page
 from haki.memory.store import lock_scopes, transaction_time, write_transaction
 
 #: Reason of the sets the write rules open.
@@ -164,14 +163,9 @@ def resolve(
 def list_conflicts(db: Database, project_id: str, request: ConflictListRequest) -> ConflictPage:
     """``GET /v1/conflicts``: one page of a scope's sets, oldest first."""
     check_scope(project_id, request)
-    after_at, after_id = decode_cursor(request.cursor)
-    with db.transaction(project_id) as conn:
-        rows = conn.cursor(row_factory=dict_row).execute(LIST_CONFLICTS, {
-            "project_id": project_id, "subject_id": request.subject_id,
-            "status": request.status, "after_at": after_at, "after_id": after_id,
-            "limit": request.limit + 1}).fetchall()
-    page = [ConflictView.model_validate(row) for row in rows[:request.limit]]
-    more = len(rows) > request.limit
-    return ConflictPage(
-        conflicts=page,
-        next_cursor=encode_cursor(page[-1].created_at, page[-1].id) if more else None)
+    conflicts, next_cursor = read_page(
+        db, project_id, LIST_CONFLICTS,
+        {"subject_id": request.subject_id, "status": request.status},
+        cursor=request.cursor, limit=request.limit, view=ConflictView,
+        sort_key=lambda conflict: (conflict.created_at, conflict.id))
+    return ConflictPage(conflicts=conflicts, next_cursor=next_cursor)

@@ -51,7 +51,7 @@ from haki.memory.api import (
 )
 from haki.memory.conflicts import open_conflict
 from haki.memory.lifecycle import check_transition, transition
-from haki.memory.pagination import decode_cursor, encode_cursor
+from haki.memory.pagination import read_page
 from haki.memory.store import (
     check_embedding_budget,
     embed_texts,
@@ -304,15 +304,10 @@ def set_fact_status(
 def list_facts(db: Database, project_id: str, request: FactListRequest) -> FactPage:
     """``GET /v1/facts``: one page of a scope's facts, oldest recorded first."""
     check_scope(project_id, request)
-    after_at, after_id = decode_cursor(request.cursor)
-    with db.transaction(project_id) as conn:
-        rows = conn.cursor(row_factory=dict_row).execute(LIST_FACTS, {
-            "project_id": project_id, "subject_id": request.subject_id,
-            "status": request.status, "predicate": request.predicate,
-            "after_at": after_at, "after_id": after_id, "limit": request.limit + 1,
-        }).fetchall()
-    page = [FactView.model_validate(row) for row in rows[:request.limit]]
-    more = len(rows) > request.limit
-    return FactPage(
-        facts=page,
-        next_cursor=encode_cursor(page[-1].recorded_from, page[-1].id) if more else None)
+    facts, next_cursor = read_page(
+        db, project_id, LIST_FACTS,
+        {"subject_id": request.subject_id, "status": request.status,
+         "predicate": request.predicate},
+        cursor=request.cursor, limit=request.limit, view=FactView,
+        sort_key=lambda fact: (fact.recorded_from, fact.id))
+    return FactPage(facts=facts, next_cursor=next_cursor)
