@@ -25,7 +25,9 @@ from haki.models import (
 
 #: The call row and its trace row in ONE statement: a data-modifying CTE inserts the call, and
 #: the outer INSERT writes the call's decisions as one compact row of parallel arrays, each
-#: column one array parameter cast to the column's type (actions and reasons are stored as
+#: column one array parameter in PostgreSQL's binary format (``%(...)b``: the server reads it
+#: without parsing text, and psycopg packs it in a third of the time of the text form), cast
+#: to the column's type (actions and reasons are stored as
 #: their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``, the one place the
 #: codes are mapped). A packet is never stored without its trace, and the write is one
 #: statement however many candidates there were. The trace row takes the call's
@@ -45,15 +47,15 @@ WITH call AS (
 )
 INSERT INTO context_traces (trace_id, created_at, project_id, {TRACE_COLUMNS})
 SELECT call.trace_id, call.created_at, call.project_id,
-       %(ordinals)s::integer[], %(fact_ids)s::uuid[], %(event_ids)s::uuid[],
+       %(ordinals)b::integer[], %(fact_ids)b::uuid[], %(event_ids)b::uuid[],
        ARRAY(SELECT array_position(haki_trace_actions(), code)::smallint
-             FROM unnest(%(actions)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+             FROM unnest(%(actions)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
        ARRAY(SELECT array_position(haki_trace_reasons(), code)::smallint
-             FROM unnest(%(reasons)s::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
-       %(ranks)s::integer[], %(scores)s::real[], %(similarities)s::real[],
-       %(text_ranks)s::real[], %(recencies)s::real[], %(tokens)s::integer[],
-       %(unconfirmed)s::boolean[], %(vector_ranks)s::integer[], %(text_arm_ranks)s::integer[],
-       %(expanded_from)s::uuid[]
+             FROM unnest(%(reasons)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
+       %(ranks)b::integer[], %(scores)b::real[], %(similarities)b::real[],
+       %(text_ranks)b::real[], %(recencies)b::real[], %(tokens)b::integer[],
+       %(unconfirmed)b::boolean[], %(vector_ranks)b::integer[], %(text_arm_ranks)b::integer[],
+       %(expanded_from)b::uuid[]
 FROM call
 """
 
