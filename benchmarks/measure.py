@@ -9,9 +9,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -21,7 +19,7 @@ import psycopg
 
 from benchmarks.synthetic import BenchQuery
 from haki.assembler import RetrievalConfig, arms, assemble
-from haki.assembler.assemble import Embed, nearest_facts_beside
+from haki.assembler.assemble import Embed
 from haki.db import Database
 from haki.db.connection import acting_for
 from haki.embedding import Embedder
@@ -231,10 +229,6 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
     return counted
 
 
-#: Runs the nearest facts beside the call's connection, as the assembler does.
-_BESIDE = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-beside")
-
-
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone, rows fetched, inside the scoped
@@ -256,10 +250,12 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
                         EXHAUSTIVE_FACT_CANDIDATES, params).fetchall()
                 else:
                     arms.text_arm(conn, request, ctx.config).fetchall()
-                    facts = _BESIDE.submit(copy_context().run, nearest_facts_beside,
-                                           db.sibling(), request, ctx.config, q.vector)
-                    arms.nearest_events(conn, request, ctx.config, q.vector).fetchall()
-                    facts.result()
+                    with db.sibling().transaction(q.project_id, pipeline=True,
+                                                  read_only=True) as side:
+                        facts = arms.nearest_facts(side, request, ctx.config, q.vector)
+                        events = arms.nearest_events(conn, request, ctx.config, q.vector)
+                    facts.fetchall()
+                    events.fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0
             if i >= warmup:
                 samples.append(elapsed)

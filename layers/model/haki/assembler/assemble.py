@@ -2,17 +2,17 @@
 
 Read top to bottom: the question is embedded on a worker thread while the call's transaction
 makes its first round trip (BEGIN, the scope, the text arm, which needs no vector). Once the
-vector is there, the nearest facts are searched on the handle's second connection, in a
-read-only transaction of their own on another worker thread, while the nearest events are
-searched on the call's connection. The rows are merged and fused, the packet is packed under
-the budget, and the trace leaves with the COMMIT. That is three round trips on the call's
-connection and one beside it.
+vector is there, both vector arms leave together: the nearest facts on the handle's second
+connection, in a read-only transaction of their own under the same key, and the nearest
+events on the call's connection; the server searches both at once, and the call reads the
+facts when their transaction commits, then the events. The rows are merged and fused, the
+packet is packed under the budget, and the trace leaves with the COMMIT. That is three round
+trips on the call's connection and one beside it.
 """
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, wait
-from contextvars import copy_context
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +30,10 @@ from haki.models import ContextRequest, ContextResponse
 #: Computes the question's vector (the embedder's ``embed_query`` bound to the question).
 Embed = Callable[[], np.ndarray]
 
-#: The threads a call hands work to: the embedding and the nearest facts. onnxruntime and
-#: libpq release the GIL, so both run beside the call's own round trips. A few, not two: a
-#: process may assemble for several requests at once (the CLI's evaluation, the local server).
-_WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="haki-assemble")
+#: The threads that embed questions: onnxruntime releases the GIL, so the model runs beside
+#: the call's first round trip. A few, not one: a process may assemble for several requests at
+#: once (the local server's worker threads).
+_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="haki-embed")
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
     """Answer one context request (docs/spec.md §4) and persist its trace in the same
     transaction. Every knob comes from ``config``."""
     started = time.perf_counter()
-    embedding = _WORKERS.submit(_timed, embed)
+    embedding = _EMBEDDING.submit(_timed, embed)
     packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
                     excerpt_chars=config.excerpt_chars,
                     excerpt_with_kind=config.excerpt_with_kind)
@@ -66,29 +66,16 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
         waiting = time.perf_counter()
         vector, embed_ms = embedding.result()
         waited = time.perf_counter()
-        # In a copy of this context: the second transaction acts for the same key.
-        facts = _WORKERS.submit(copy_context().run, nearest_facts_beside, db.sibling(),
-                                request, config, vector)
-        try:
-            events = arms.nearest_events(conn, request, config, vector).fetchall()
-        finally:
-            wait([facts])  # the second connection is free again whatever happened here
-        candidates = arms.merge(facts.result(), events, text, vector,
+        with db.sibling().transaction(request.project_id, pipeline=True,
+                                      read_only=True) as side:
+            facts = arms.nearest_facts(side, request, config, vector)
+            events = arms.nearest_events(conn, request, config, vector)
+        candidates = arms.merge(facts.fetchall(), events.fetchall(), text, vector,
                                 config.vector_depth(request.budget_tokens))
         packer.add_fused(_rank(candidates, config))
         timings = {"embed": embed_ms, "embed_wait": _ms(waiting, waited)}
         response = respond(conn, request, packer, started=started, timings_ms=timings)
     return summarize(response, packer, started=started, timings_ms=timings)
-
-
-def nearest_facts_beside(db: Database, request: ContextRequest, config: RetrievalConfig,
-                         vector: np.ndarray) -> arms.Rows:
-    """The nearest facts in a read-only transaction of their own on ``db`` (the handle's
-    second connection), under the same key: BEGIN, the scope, the search and COMMIT leave
-    together, one round trip; the rows are read once the block has synced."""
-    with db.transaction(request.project_id, pipeline=True, read_only=True) as conn:
-        facts = arms.nearest_facts(conn, request, config, vector)
-    return facts.fetchall()
 
 
 def _rank(candidates: arms.Candidates, config: RetrievalConfig) -> list[Ranked]:
