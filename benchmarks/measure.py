@@ -42,8 +42,6 @@ class Call:
 
     e2e_ms: float
     embed_ms: float
-    #: What the assembler waited for the vector after sending its first statements.
-    embed_wait_ms: float
     retrieval_ms: float
     trace_ms: float
     candidates: int
@@ -112,8 +110,7 @@ def _request(q: BenchQuery) -> ContextRequest:
 def _timed_call(ctx: Context, db: Database, q: BenchQuery,
                 config: RetrievalConfig | SeedConfig) -> Call:
     """Embed the question with the real embedder (cost measured) and assemble with the
-    synthetic vector the data was generated with, as the context handler does (the naive
-    baseline embeds first, on the calling thread)."""
+    synthetic vector the data was generated with, as the context handler does."""
     embedder = ctx.embedder
     embed_cpu = [0.0]
 
@@ -132,11 +129,9 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery,
             result = assemble(_request(q), embed, db=db, config=config)
     finished = time.perf_counter()
     client_cpu = (time.thread_time() - cpu) * 1000.0
-    if isinstance(config, SeedConfig):  # embedded on this thread: its time is the embedding's
-        client_cpu -= embed_cpu[0]
+    client_cpu -= embed_cpu[0]  # embedded on this thread: that time is the embedding's
     return Call(
         e2e_ms=(finished - started) * 1000.0, embed_ms=result.timings_ms["embed"],
-        embed_wait_ms=result.timings_ms["embed_wait"],
         retrieval_ms=result.timings_ms["retrieval"], trace_ms=result.timings_ms["trace"],
         candidates=result.candidates, facts_served=result.facts_served,
         trace_id=result.response.trace_id, client_cpu_ms=client_cpu,

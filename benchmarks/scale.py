@@ -111,7 +111,6 @@ def run_scenario(
         return {
             "e2e": measure.summarize([c.e2e_ms for c in calls]),
             "embed": measure.summarize([c.embed_ms for c in calls]),
-            "embed_wait": measure.summarize([c.embed_wait_ms for c in calls]),
             "retrieval": measure.summarize([c.retrieval_ms for c in calls]),
             "trace": measure.summarize([c.trace_ms for c in calls]),
         }

@@ -383,6 +383,6 @@ def assemble_seed(request: ContextRequest, embed: Callable[[], np.ndarray], *, d
                 unique.setdefault(row["id"], FactCandidate.from_row(row))
             packer.add_multi_hop_facts(list(unique.values()))
         packer.add_episodes([EpisodeCandidate.from_row(r) for r in episodes.fetchall()])
-        timings = {"embed": embed_ms, "embed_wait": 0.0}
+        timings = {"embed": embed_ms}
         response = respond(conn, request, packer, started=started, timings_ms=timings)
     return summarize(response, packer, started=started, timings_ms=timings)

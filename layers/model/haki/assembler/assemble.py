@@ -1,18 +1,17 @@
 """``assemble``: one context call, from the question to the packet and its persisted trace.
 
-Read top to bottom: the question is embedded on a worker thread while the call's transaction
-makes its first round trip (BEGIN, the scope, the text arm, which needs no vector). Once the
-vector is there, both vector arms leave together: the nearest facts on the handle's second
-connection, in a read-only transaction of their own under the same key, and the nearest
-events on the call's connection; the server searches both at once, and the call reads the
-facts when their transaction commits, then the events. The rows are merged and fused, the
-packet is packed under the budget, and the trace leaves with the COMMIT. That is three round
-trips on the call's connection and one beside it.
+Read top to bottom: the call's transaction sends BEGIN, the scope and the text arm (which
+needs no vector), and the question is embedded while the server runs them; the text arm's
+rows are read once the vector is there. Then both vector arms leave together: the nearest
+facts on the handle's second connection, in a read-only transaction of their own under the
+same key, and the nearest events on the call's connection; the server searches both at once,
+and the call reads the facts when their transaction commits, then the events. The rows are
+merged and fused, the packet is packed under the budget, and the trace leaves with the
+COMMIT. That is three round trips on the call's connection and one beside it, and no thread.
 """
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,12 +29,6 @@ from haki.models import ContextRequest, ContextResponse
 #: Computes the question's vector (the embedder's ``embed_query`` bound to the question).
 Embed = Callable[[], np.ndarray]
 
-#: The threads that embed questions: onnxruntime releases the GIL, so the model runs beside
-#: the call's first round trip. A few, not one: a process may assemble for several requests at
-#: once (the local server's worker threads).
-_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="haki-embed")
-
-
 @dataclass(frozen=True)
 class Assembly:
     """The response served, and what it took (for metrics, benchmarks and tests)."""
@@ -45,8 +38,8 @@ class Assembly:
     candidates: int
     facts_served: int
     episodes_served: int
-    #: ``embed`` (the embedding's own time), ``embed_wait`` (how long the call waited for the
-    #: vector after its first round trip), ``retrieval`` (from the start to the packet),
+    #: ``embed`` (the embedding's own time, while the text arm runs), ``retrieval`` (from the
+    #: start to the packet),
     #: ``trace`` (the trace write with the commit), ``total``.
     timings_ms: dict[str, float]
 
@@ -56,24 +49,22 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
     """Answer one context request (docs/spec.md §4) and persist its trace in the same
     transaction. Every knob comes from ``config``."""
     started = time.perf_counter()
-    embedding = _EMBEDDING.submit(_timed, embed)
-    packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
-                    excerpt_chars=config.excerpt_chars,
-                    excerpt_with_kind=config.excerpt_with_kind)
     with db.transaction(request.project_id, pipeline=True,
                         durable=config.trace_durable_commit) as conn:
-        text = arms.text_arm(conn, request, config).fetchall()
-        waiting = time.perf_counter()
-        vector, embed_ms = embedding.result()
-        waited = time.perf_counter()
+        text = arms.text_arm(conn, request, config)
+        vector, embed_ms = _timed(embed)
+        text_rows = text.fetchall()
         with db.sibling().transaction(request.project_id, pipeline=True,
                                       read_only=True) as side:
             facts = arms.nearest_facts(side, request, config, vector)
             events = arms.nearest_events(conn, request, config, vector)
-        candidates = arms.merge(facts.fetchall(), events.fetchall(), text, vector,
+        candidates = arms.merge(facts.fetchall(), events.fetchall(), text_rows, vector,
                                 config.vector_depth(request.budget_tokens))
+        packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
+                        excerpt_chars=config.excerpt_chars,
+                        excerpt_with_kind=config.excerpt_with_kind)
         packer.add_fused(_rank(candidates, config))
-        timings = {"embed": embed_ms, "embed_wait": _ms(waiting, waited)}
+        timings = {"embed": embed_ms}
         response = respond(conn, request, packer, started=started, timings_ms=timings)
     return summarize(response, packer, started=started, timings_ms=timings)
 
