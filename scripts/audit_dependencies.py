@@ -36,7 +36,9 @@ def shipped_requirements(pyproject: Path = ROOT / "pyproject.toml",
     for extra in SHIPPED_EXTRAS:
         pins.extend(project["optional-dependencies"][extra])
     if sdk is not None and sdk.is_file():
-        pins.extend(tomllib.loads(sdk.read_text(encoding="utf-8"))["project"]["dependencies"])
+        # The SDK's exact pins; a range is resolved by each user's environment, not shipped.
+        pins.extend(pin for pin in tomllib.loads(sdk.read_text(encoding="utf-8"))["project"][
+            "dependencies"] if "==" in pin)
     return sorted({pin.split("#", 1)[0].strip() for pin in pins})
 
 

@@ -1,21 +1,17 @@
-"""Scope indexes: an HNSW graph and a text (GIN) index of its own for each big subject
-(issue 13, item 5).
+"""Scope indexes: an HNSW graph and a text (GIN) index of its own for each big subject.
 
 Why. The tables' own indexes hold every scope. pgvector filters the scope *after* the graph
-search, so for a subject holding 5 % of a 1M-row table the iterative scan walks the table's
-graph until 128 of its rows pass the filter: ~46 ms for the facts, and the subject's 10,000
-events were scanned exactly (~28 ms). The text arm (``haki_idf_search``) ANDs the table's GIN
-matches with a bitmap of the whole scope built from the scope btree (47,000 entries: ~7 ms of
-its ~8 ms). A subject small enough is scanned exactly through the scope index, and one that is
-most of its table passes the filter anyway; the ones in between get indexes of their own here,
-as pgvector's README advises for frequently filtered values: ``CREATE INDEX … USING hnsw …
-WHERE project_id = … AND subject_id = …``, and the same predicate on a GIN index of
-``search_vector``. The planner picks them by itself for a statement on that scope (statements
-are never prepared, and ``haki_idf_search`` EXECUTEs its query, so each is planned with its
-values and the predicate is proved from them); the planner settings (``sql._planner_settings``)
-size the HNSW search breadth by the scope graph's rows instead of the table's. Measured on the
-benchmark's hard subject (60 questions, ms p50): facts 46 → 6 (recall of the 128 nearest
-0.992), events 28 → 8 (0.975), the text arm 12–20 → 6.1.
+search, so for a subject holding a few percent of a large table the iterative scan walks the
+table's graph until enough of its rows pass the filter, and the text arm ANDs the table's GIN
+matches with a bitmap of the whole scope. A subject small enough is scanned exactly through
+the scope index, and one that is most of its table passes the filter anyway; the ones in
+between get indexes of their own here, as pgvector's README advises for frequently filtered
+values: ``CREATE INDEX … USING hnsw … WHERE project_id = … AND subject_id = …``, and the same
+predicate on a GIN index of ``search_vector``. The planner picks them by itself for a
+statement on that scope (the vector arms' functions plan each call with its values, and
+``haki_idf_search`` EXECUTEs its query, so the predicate is proved from them); the planner
+settings size the HNSW search breadth by the scope graph's rows instead of the table's. The
+figures are in docs/decisions/2026-12-01-scope-indexes.md.
 
 Which scopes. From ``text_scope_stats`` (active facts and events per scope, kept on write):
 a scope gets indexes on a table when it holds at least ``min_rows`` of its rows and at most
@@ -36,8 +32,7 @@ composed by ``psycopg.sql``): the catalog (``pg_indexes``) shows them to databas
 shows any index definition; tenants have no database role.
 
 Cost. Each write to such a scope updates its indexes besides the table's; a graph takes the
-memory and disk of its rows' share of the table's graph (the hard subject's 50,000 facts:
-98 MiB, built in 18 s here), a text index much less (2 MiB, under a second).
+memory and disk of its rows' share of the table's graph, a text index much less.
 """
 
 import hashlib
