@@ -21,7 +21,6 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -30,7 +29,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from haki.assembler.render import render_packet
-from haki.models import ContextPacket
+from haki.models import ContextPacket, Timestamp
 from haki_client import AsyncHakiClient, HakiError, render
 
 INSTRUCTIONS = (
@@ -142,7 +141,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None) -> MC
         subject_id: Annotated[str, Field(description="whom the event is about")],
         text: Annotated[str, Field(description="what happened, in their words if possible")],
         kind: Annotated[str, Field(description="event kind")] = "conversation.message",
-        occurred_at: Annotated[datetime | None, Field(
+        occurred_at: Annotated[Timestamp | None, Field(
             description="when (ISO 8601 with a time zone); default now")] = None,
         idempotency_key: Annotated[str | None, Field(
             description="the same key twice stores the event once")] = None,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from haki.db import Database
 from haki.memory.api import MAX_EMBED_TOKENS
 from haki_aws.routes import BATCH_BODY_BYTES, BODY_BYTES, ROUTES
 from tests.handlers.conftest import Answer, Invoke
@@ -204,3 +205,33 @@ def test_writes_emit_one_count_per_outcome(
          "supersedes_id": str(uuid.uuid4())}]})
     failed = metrics()
     assert failed["outcome"] == "unknown_reference" and "FactsCreated" not in failed
+
+
+#: Valid in their own offset, outside the accepted range once in UTC (year 0, year 10000), and
+#: just outside it (before 1970).
+POISONED_TIMES = ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-14:00",
+                  "1969-12-31T23:59:59.999999Z"]
+
+
+@pytest.mark.parametrize("when", POISONED_TIMES)
+@pytest.mark.parametrize(("path", "section", "record", "field"), [
+    ("/v1/events", "events", {"kind": "note", "payload": {"text": "hi"}}, "occurred_at"),
+    ("/v1/facts", "facts", {"predicate": "city", "value": "Lyon"}, "valid_from"),
+    ("/v1/facts", "facts", {"predicate": "city", "value": "Lyon"}, "valid_to"),
+])
+def test_a_time_outside_the_accepted_range_is_422_naming_its_record_and_field(
+    invoke: Invoke, api_key: str, project_id: str, owner_db: Database,
+    path: str, section: str, record: dict[str, Any], field: str, when: str,
+) -> None:
+    fine = {"subject_id": "alice", **record}
+    body = {"project_id": project_id,
+            section: [fine, fine, {**fine, field: when}]}
+    answer = _call(invoke, "POST", path, api_key, body=body)
+    assert _code(answer) == (422, "validation_error")
+    message = answer.json["error"]["message"]
+    assert message.startswith(f"{section}[2]: field '{field}'")
+    assert "1970-01-01T00:00:00Z" in message and "9999-12-31T23:59:59Z" in message
+    with owner_db.transaction() as conn:
+        row = conn.execute(f"SELECT count(*) FROM {section} WHERE project_id = %s",
+                           (project_id,)).fetchone()
+    assert row == (0,)

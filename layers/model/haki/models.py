@@ -4,11 +4,13 @@ input into them and serialise them back out.
 """
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import (
+    AfterValidator,
+    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -33,6 +35,32 @@ QUERY_MAX_CHARS = 16_000
 DEFAULT_BUDGET_TOKENS = 900
 #: The largest budget accepted; a larger one is a client mistake (``budget_exceeded``).
 MAX_BUDGET_TOKENS = 100_000
+
+#: The instants a client may give (``occurred_at``, ``valid_from``, ...), in UTC: every one
+#: can be stored, compared and read back as a Python datetime in any offset. A time valid in
+#: its own offset can lie outside once in UTC (``0001-01-01T00:00:00+01:00`` is year 0 in
+#: UTC); PostgreSQL would store it and every later read of the row would fail.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+TIME_RANGE = f"{EARLIEST_TIME:%Y-%m-%dT%H:%M:%SZ} and {LATEST_TIME:%Y-%m-%dT%H:%M:%SZ}"
+
+
+def _in_time_range(value: datetime) -> datetime:
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or utc < EARLIEST_TIME:
+        raise ValueError(f"must be between {TIME_RANGE} in UTC")
+    return value
+
+
+#: An instant a client gives: ISO 8601 with a time zone, within :data:`TIME_RANGE` in UTC. Every
+#: timestamp field of a write request and of a memory document is of this type.
+Timestamp = Annotated[
+    AwareDatetime, AfterValidator(_in_time_range),
+    Field(description=f"ISO 8601 with a time zone, between {TIME_RANGE} in UTC"),
+]
 
 Status = Literal["ok", "degraded"]
 EmptyReason = Literal["no_memory", "no_relevant_memory", "all_filtered"]
@@ -196,10 +224,10 @@ class FactRecord(_Strict):
     status: FactStatus = "active"
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
     volatility: Volatility = "stable"
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    recorded_from: datetime | None = None
-    last_reinforced_at: datetime | None = None
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
+    recorded_from: Timestamp | None = None
+    last_reinforced_at: Timestamp | None = None
     supersedes_id: UUID | None = None
     source_event_ids: list[UUID] = Field(default_factory=list)
     version: int = Field(default=1, ge=1)
@@ -213,7 +241,7 @@ class EventRecord(_Strict):
     subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     kind: str = Field(min_length=1, max_length=128)
     payload: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: datetime | None = None
+    occurred_at: Timestamp | None = None
 
 
 class ConflictRecord(_Strict):

@@ -15,7 +15,6 @@ from uuid import UUID
 
 from pydantic import (
     AfterValidator,
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -24,7 +23,7 @@ from pydantic import (
 )
 
 from haki.errors import ForbiddenScope
-from haki.models import SCOPE_MAX_CHARS, SCOPE_PATTERN, FactStatus, Volatility
+from haki.models import SCOPE_MAX_CHARS, SCOPE_PATTERN, FactStatus, Timestamp, Volatility
 from haki.text import value_text
 
 # --------------------------------------------------------------------------- limits
@@ -139,7 +138,7 @@ class EventIn(_Body):
     subject_id: ScopeId
     kind: Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS),
                     StringConstraints(pattern=SCOPE_PATTERN)]
-    occurred_at: AwareDatetime | None = None
+    occurred_at: Timestamp | None = None
     payload: JsonObject = Field(default_factory=dict)
     id: UUID | None = None
     idempotency_key: Annotated[
@@ -188,8 +187,8 @@ class FactIn(_Body):
     value: Annotated[Any, AfterValidator(_fact_value)]
     confidence: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     volatility: Volatility = "stable"
-    valid_from: AwareDatetime | None = None
-    valid_to: AwareDatetime | None = None
+    valid_from: Timestamp | None = None
+    valid_to: Timestamp | None = None
     source_event_ids: list[UUID] = Field(default_factory=list, max_length=MAX_SOURCE_EVENT_IDS)
     #: ``candidate`` facts are stored but not served, and never contradict the active fact.
     status: Literal["candidate", "active"] = "active"
