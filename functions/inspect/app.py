@@ -6,12 +6,11 @@ whether another tenant's trace exists.
 
 from http import HTTPStatus
 from typing import Annotated, Any
-from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from haki.assembler.trace import load_trace
+from haki.assembler.trace import load_trace, parse_trace_id
 from haki.db import Role
 from haki.errors import TraceNotFound
 from haki.models import InspectResponse
@@ -33,13 +32,15 @@ reader = reader_database(Role.APP)
          responses=responses(HTTPStatus.OK, TraceNotFound))
 @traced
 def get_inspect(
-    trace_id: Annotated[UUID, Path(description="trace_id returned by POST /v1/context")],
+    trace_id: Annotated[str, Path(description="trace_id returned by POST /v1/context; any "
+                                             "other text is an unknown trace (404)")],
     project_id: ScopeQuery,
     subject_id: ScopeQuery,
 ) -> InspectResponse:
     scope = key_scope(app, project_id)
-    log_scope(scope, subject_id, trace_id=str(trace_id))
-    return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace_id,
+    trace = parse_trace_id(trace_id)
+    log_scope(scope, subject_id, trace_id=str(trace))
+    return load_trace(db, project_id=scope, subject_id=subject_id, trace_id=trace,
                       reader=reader)
 
 

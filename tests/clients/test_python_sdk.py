@@ -89,7 +89,7 @@ def test_the_block_is_the_services_string_and_only_when_asked(haki: HakiClient,
     (lambda c: c.context("", QUERY), "missing_scope", 422),
     (lambda c: c.context(DEMO_SUBJECT, QUERY, project_id=OTHER_PROJECT), "forbidden_scope", 403),
     (lambda c: c.inspect(uuid.uuid4(), subject_id=DEMO_SUBJECT), "trace_not_found", 404),
-    (lambda c: c.inspect("not-a-uuid", subject_id=DEMO_SUBJECT), "validation_error", 422),
+    (lambda c: c.inspect("not-a-uuid", subject_id=DEMO_SUBJECT), "trace_not_found", 404),
 ])
 def test_errors_carry_the_stable_code(haki: HakiClient, call, code, status):
     with pytest.raises(HakiError) as caught:

@@ -95,13 +95,29 @@ def new_trace_id(at: datetime | None = None) -> UUID:
 _UNBOUNDED = (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
 
 
+def parse_trace_id(text: str) -> UUID:
+    """The trace id a client gave; text that is no UUID cannot name a trace of this service,
+    so it gets the same :class:`TraceNotFound` as an unknown id."""
+    try:
+        return UUID(text)
+    except ValueError:
+        raise TraceNotFound("no trace with this id in this scope") from None
+
+
 def trace_time_bounds(trace_id: UUID) -> tuple[datetime, datetime]:
     """The ``created_at`` range a call of this id can lie in: +- the slack around the time of
-    a UUIDv7; unbounded for an id of another version (minted before migration 0014)."""
+    a UUIDv7; unbounded for an id of another version (minted before migration 0014).
+
+    A UUIDv7 dated where no call can be (its 48-bit time reaches year 10889; a datetime and
+    the service's clock stop at 9999) is no trace of this service: :class:`TraceNotFound`.
+    """
     if trace_id.version != 7:
         return _UNBOUNDED
-    at = datetime.fromtimestamp((trace_id.int >> 80) / 1000, tz=UTC)
-    return at - TRACE_TIME_SLACK, at + TRACE_TIME_SLACK
+    try:
+        at = datetime.fromtimestamp((trace_id.int >> 80) / 1000, tz=UTC)
+        return at - TRACE_TIME_SLACK, at + TRACE_TIME_SLACK
+    except (ValueError, OverflowError):
+        raise TraceNotFound("no trace with this id in this scope") from None
 
 
 def write_trace(
