@@ -1426,7 +1426,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description trace_id returned by POST /v1/context */
+                /** @description trace_id returned by POST /v1/context; any other text is an unknown trace (404) */
                 trace_id: string;
             };
             cookie?: never;

@@ -42,7 +42,7 @@ MAX_BUDGET_TOKENS = 100_000
 #: UTC); PostgreSQL would store it and every later read of the row would fail.
 EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
-TIME_RANGE = f"{EARLIEST_TIME:%Y-%m-%dT%H:%M:%SZ} and {LATEST_TIME:%Y-%m-%dT%H:%M:%SZ}"
+TIME_RANGE = f"{EARLIEST_TIME:%Y-%m-%dT%H:%M:%SZ} and {LATEST_TIME:%Y-%m-%dT%H:%M:%S.%fZ}"
 
 
 def _in_time_range(value: datetime) -> datetime:
