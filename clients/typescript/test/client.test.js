@@ -54,7 +54,7 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(await codeOf(client.context({ subject_id: "", query: QUERY })), ["missing_scope", 422]);
     assert.deepEqual(await codeOf(client.context({ project_id: "atelier-voyage", subject_id: SUBJECT, query: QUERY })), ["forbidden_scope", 403]);
     assert.deepEqual(await codeOf(client.inspect("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", { subject_id: SUBJECT })), ["trace_not_found", 404]);
-    assert.deepEqual(await codeOf(client.inspect("not-a-uuid", { subject_id: SUBJECT })), ["validation_error", 422]);
+    assert.deepEqual(await codeOf(client.inspect("not-a-uuid", { subject_id: SUBJECT })), ["trace_not_found", 404]);
     const bad = new HakiClient({ apiKey: `hk_${"A".repeat(43)}`, failOpen: true, logger: silent });
     assert.deepEqual(await codeOf(bad.context({ subject_id: SUBJECT, query: QUERY })), ["unauthorized", 401]);
   });
