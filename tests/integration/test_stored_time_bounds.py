@@ -82,6 +82,6 @@ def test_a_connection_reads_every_timestamptz(owner_conn: psycopg.Connection,
         " '10000-01-01T00:00:00Z'::timestamptz, '9999-12-31T23:00:00Z'::timestamptz").fetchone()
     assert row is not None
     assert row[:5] == (datetime(2025, 3, 1, 12, tzinfo=UTC), EARLIEST, EARLIEST, LATEST, LATEST)
-    # Within Python's range in UTC but not in the session's zone: the exact instant in binary,
+    # Within Python's range in UTC but not in the connection's zone: the exact instant in binary,
     # the latest datetime from the text (which only gives the shifted wall time).
     assert row[5] == (datetime(9999, 12, 31, 23, tzinfo=UTC) if binary else LATEST)
