@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.db import Role
 from haki.errors import (
+    ConflictFactNotActive,
     ConflictNotFound,
     ConflictNotOpen,
     FactNotFound,
@@ -101,7 +102,7 @@ def get_conflicts(
 @app.post("/v1/conflicts/<conflict_id>/resolve",
           summary="Keep one fact of an open conflict set, supersede the others",
           responses=responses(HTTPStatus.OK, ConflictNotFound, FactNotFound,
-                              ConflictNotOpen, IllegalStatusTransition))
+                              ConflictNotOpen, ConflictFactNotActive))
 @traced
 def post_resolve(
     conflict_id: Annotated[UUID, Path(description="id of an open conflict set")],

@@ -22,6 +22,7 @@ one listed but not covered by packing (the budget ran out above it).
 """
 
 import json
+import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from tqdm import tqdm
 
 from haki.assembler import Assembly, RetrievalConfig, assemble
 from haki.assembler.trace import load_trace
@@ -70,6 +72,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "equal_arm_weights": {"rrf_weight_vector": 1.0},
     # The vector arm's depth fixed at 128 whatever the budget.
     "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
+    # The simple baseline: the nearest facts and episodes by cosine alone, packed the same way.
+    "dense_only": {"use_text_arm": False, "use_neighbours": False},
 }
 class EvalQuery(BaseModel):
     """One labelled question."""
@@ -165,14 +169,17 @@ class Evaluator:
 
     def __init__(self, labelled: LabelledSet, *, db: Database, keys: Mapping[str, str],
                  embedder: Embedder, settings: Settings,
-                 budget: int = DEFAULT_BUDGET_TOKENS) -> None:
+                 budget: int = DEFAULT_BUDGET_TOKENS, progress: bool = False) -> None:
         self.labelled = labelled
         self.db = db
         #: project → the hash of a key of that project, which each question acts for.
         self.keys = keys
         self.budget = budget
         self.config = RetrievalConfig.from_settings(settings)
-        self.vectors = [embedder.embed_query(q.query) for q in labelled.queries]
+        self.progress = progress
+        self.vectors = [embedder.embed_query(q.query) for q in
+                        tqdm(labelled.queries, desc="embed questions", unit="q",
+                             disable=not progress, file=sys.stderr)]
 
     def _assemble(self, request: ContextRequest, vector: np.ndarray,
                   config: RetrievalConfig | SeedConfig) -> Assembly:
@@ -181,12 +188,14 @@ class Evaluator:
         return assemble(request, lambda: vector, db=self.db, config=config)
 
     def run(self, config: RetrievalConfig | SeedConfig | None = None,
-            budget: int | None = None) -> list[Outcome]:
+            budget: int | None = None, label: str = "questions") -> list[Outcome]:
         """Every question through the assembler with ``config`` (default: the settings'; a
         :class:`SeedConfig` ranks the seed's way) at ``budget`` tokens (default: the
         evaluator's) unless the question sets its own."""
         outcomes = []
-        for q, vector in zip(self.labelled.queries, self.vectors, strict=True):
+        for q, vector in tqdm(zip(self.labelled.queries, self.vectors, strict=True),
+                              total=len(self.vectors), desc=label, unit="q", leave=False,
+                              disable=not self.progress, file=sys.stderr):
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or budget or self.budget)
@@ -309,19 +318,23 @@ def misses(outcomes: Sequence[Outcome],
 
 def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
              settings: Settings, budgets: Sequence[int] = (DEFAULT_BUDGET_TOKENS,),
-             with_misses: bool = False) -> dict[str, object]:
+             with_misses: bool = False, progress: bool = False) -> dict[str, object]:
     """Load ``labelled`` into a scratch database; at each budget run the served ranking, each
-    of its ablations, and the design page's ranking (``seed``)."""
+    of its ablations, and the design page's ranking (``seed``). ``progress``: a bar on stderr
+    for each phase (loading, embedding the questions, each run)."""
     with scratch_database(superuser_url) as urls:
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
-            MemoryWriter(owner, embedder).write(labelled.document)
+            writer = MemoryWriter(owner, embedder)
+            with tqdm(total=writer.steps(labelled.document), desc="load memory", unit="rec",
+                      disable=not progress, file=sys.stderr) as bar:
+                writer.write(labelled.document, progress=bar.update)
             evaluator = Evaluator(labelled, db=app, keys=evaluation_keys(owner, labelled),
-                                  embedder=embedder, settings=settings)
+                                  embedder=embedder, settings=settings, progress=progress)
             report: dict[str, object] = {"embedder": embedder.provider}
             per_budget: dict[str, object] = {}
             for budget in budgets:
-                outcomes = evaluator.run(budget=budget)
+                outcomes = evaluator.run(budget=budget, label=f"{budget} tokens: served")
                 ranks = [evaluator.gold_ranks(o) if o.query.expected else []
                          for o in outcomes]
                 run: dict[str, object] = {
@@ -329,10 +342,11 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
                     "gold_ranks": gold_rank_figures(
                         [r for per_query in ranks for r in per_query],
                         sum(o.covered for o in outcomes)),
-                    "seed": figures(evaluator.run(SeedConfig.like(evaluator.config), budget)),
+                    "seed": figures(evaluator.run(SeedConfig.like(evaluator.config), budget,
+                                                  f"{budget} tokens: seed")),
                     "ablations": {
                         name: figures(evaluator.run(replace(evaluator.config, **change),
-                                                    budget))
+                                                    budget, f"{budget} tokens: {name}"))
                         for name, change in ABLATIONS.items()},
                 }
                 if with_misses:

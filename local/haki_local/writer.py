@@ -53,8 +53,14 @@ class MemoryWriter:
         self._db = db
         self._embedder = embedder
 
+    @staticmethod
+    def steps(document: MemoryDocument) -> int:
+        """How many units :meth:`write` reports to its ``progress`` for ``document``."""
+        return 2 * (len(document.facts) + len(document.events)) + len(document.conflicts)
+
     def write(self, document: MemoryDocument, progress: Progress | None = None) -> LoadSummary:
-        """Store a whole document atomically; ids are generated where absent."""
+        """Store a whole document atomically; ids are generated where absent. ``progress`` is
+        told each step done (:meth:`steps` in all)."""
         tick = progress or (lambda _n: None)
         facts = [f if f.id else f.model_copy(update={"id": uuid.uuid4()})
                  for f in document.facts]

@@ -9,9 +9,9 @@ import pytest
 from haki.db import Database
 from haki.embedding import Embedder
 from haki.errors import (
+    ConflictFactNotActive,
     ConflictNotFound,
     ConflictNotOpen,
-    IllegalStatusTransition,
     ValidationFailed,
 )
 from tests.integration.conftest import Seeder, Writes, unit_vector
@@ -66,19 +66,41 @@ def test_resolving_keeps_one_and_supersedes_the_others(writes: Writes) -> None:
         writes.resolve(conflict_id, lyon)
 
 
-def test_resolution_follows_the_lifecycle(writes: Writes) -> None:
+def test_a_fact_leaving_active_leaves_its_open_set(writes: Writes) -> None:
     conflict_id, (lyon, nantes, brest) = _contradiction(writes, "Lyon", "Nantes", "Brest")
     writes.status(brest, "disabled")
+    stored = writes.row("conflict_sets", conflict_id)
+    assert (stored["status"], stored["fact_ids"]) == ("open", [lyon, nantes])
+    with pytest.raises(ValidationFailed, match="field 'keep_fact_id'"):
+        writes.resolve(conflict_id, brest)
     writes.status(lyon, "superseded")
-    # A superseded fact cannot become active again (superseded → disputed → active)...
-    with pytest.raises(IllegalStatusTransition):
+    # One open fact left: the set is resolved as it stands and that fact is served again.
+    stored = writes.row("conflict_sets", conflict_id)
+    assert (stored["status"], stored["fact_ids"]) == ("resolved", [lyon, nantes])
+    assert stored["resolved_at"] is not None
+    packet = writes.ask("où habite Marie ?").response.packet
+    assert [f.id for f in packet.facts] == [nantes] and packet.warnings == []
+    with pytest.raises(ConflictNotOpen):
+        writes.resolve(conflict_id, nantes)
+    # Brought back, the disabled fact contradicts the active one again: a new open set.
+    again = writes.status(brest, "active").conflict_id
+    assert again is not None and again != conflict_id
+    assert writes.row("conflict_sets", again)["fact_ids"] == [nantes, brest]
+
+
+def test_resolution_keeps_only_an_active_fact(writes: Writes, seed: Seeder) -> None:
+    """A set stored holding a fact that is no longer active (as before open sets were kept to
+    active facts): keeping that fact is refused, the set stays open."""
+    lyon = seed.fact("city", "Lyon", unit_vector(1), status="superseded")
+    nantes = seed.fact("city", "Nantes", unit_vector(2))
+    brest = seed.fact("city", "Brest", unit_vector(3))
+    conflict_id = seed.conflict([lyon, nantes, brest])
+    with pytest.raises(ConflictFactNotActive, match="is superseded"):
         writes.resolve(conflict_id, lyon)
     assert writes.row("conflict_sets", conflict_id)["status"] == "open"
-    # ...a disabled one can, and the others keep statuses the lifecycle gives no way out of.
+    assert writes.row("facts", lyon)["status"] == "superseded"
     answer = writes.resolve(conflict_id, brest)
     assert answer.superseded_fact_ids == [nantes]
-    statuses = {i: writes.row("facts", i)["status"] for i in (lyon, nantes, brest)}
-    assert statuses == {lyon: "superseded", nantes: "superseded", brest: "active"}
 
 
 def test_bad_resolutions(

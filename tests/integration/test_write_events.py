@@ -123,16 +123,20 @@ def test_idempotency_keys_are_per_project(writes: Writes, app_db: Database, embe
     assert mine.id != theirs.id and not theirs.deduplicated
 
 
-def test_an_id_taken_in_another_project_is_a_conflict_not_a_replay(
+def test_event_ids_are_per_project(
     writes: Writes, app_db: Database, embedder: Embedder, owner_conn: psycopg.Connection
 ) -> None:
+    """Another project's event id neither blocks nor answers a write: each project stores its
+    own event under the id, and a replay in each finds its own."""
     other = Writes(app_db, embedder, writes.project_id + "-other", owner_conn)
     taken = other.events({"payload": {"text": "theirs"}}).events[0].id
-    with pytest.raises(IdempotencyConflict, match=r"events\[1\]: field 'id': already used"):
-        writes.events({"payload": {"text": "mine"}}, {"id": str(taken)})
-    assert writes.count("events") == 0
-    row = writes.row("events", taken)
-    assert row is not None and row["payload"] == {"text": "theirs"}
+    mine = writes.events({"payload": {"text": "mine"}, "id": str(taken)}).events[0]
+    assert (mine.id, mine.deduplicated) == (taken, False)
+    assert writes.events({"payload": {"text": "mine"}, "id": str(taken)}).events[0].deduplicated
+    payloads = {row[0]: row[1] for row in owner_conn.execute(
+        "SELECT project_id, payload FROM events WHERE id = %s", (taken,)).fetchall()}
+    assert payloads == {writes.project_id: {"text": "mine"},
+                        other.project_id: {"text": "theirs"}}
 
 
 def test_concurrent_replays_store_one_row(

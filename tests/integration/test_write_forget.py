@@ -147,6 +147,44 @@ def test_disabling_a_subject_stops_serving_its_facts(writes: Writes) -> None:
     assert writes.status(new.id, "active").fact.status == "active"
 
 
+def test_a_disabled_subject_serves_nothing_of_itself_until_reenabled(writes: Writes) -> None:
+    question = "what is her passport number and where does she live?"
+    writes.events(
+        {"payload": {"text": "My passport number is X123 and I live in Lyon"}},
+        {"payload": {"text": "Please send the passport renewal form"}},
+        {"subject_id": "bob", "payload": {"text": "My passport number is B456"}})
+    city = writes.fact("city", "Lyon")
+    served = writes.ask(question).response.packet
+    assert served.episodes and served.facts  # the case disabling must empty
+    writes.forget(subject_id="alice", mode="disable")
+
+    packet = writes.ask(question).response.packet
+    assert (packet.facts, packet.episodes) == ([], [])
+    assert packet.status == "degraded"
+    assert [w.split(":")[0] for w in packet.warnings] == ["subject_disabled"]
+    assert "X123" not in packet.model_dump_json()
+    # Another subject is served as before; events written while disabled are not served.
+    assert writes.ask("passport number", subject_id="bob").response.packet.episodes
+    writes.events({"payload": {"text": "My new passport number is X999"}})
+    assert writes.ask(question).response.packet.episodes == []
+
+    # A fact brought back re-enables the subject: its memory is served again.
+    writes.status(city.id, "active")
+    back = writes.ask(question).response.packet
+    assert back.episodes and [f.id for f in back.facts] == [city.id]
+    assert not any(w.startswith("subject_disabled") for w in back.warnings)
+
+
+def test_erasing_a_disabled_subject_erases_its_mark(writes: Writes) -> None:
+    writes.events({"payload": {"text": "I live in Lyon"}})
+    writes.forget(subject_id="alice", mode="disable")
+    assert writes.count("disabled_subjects", subject_id="alice") == 1
+    writes.forget(subject_id="alice", mode="delete")
+    assert writes.count("disabled_subjects", subject_id="alice") == 0
+    writes.events({"payload": {"text": "I live in Lyon"}})
+    assert writes.ask("where does she live?").response.packet.episodes
+
+
 def test_erasing_a_fact_removes_it_from_packets_traces_and_sets(writes: Writes) -> None:
     language = writes.fact("invoice_language", "Les factures de Marie sont en allemand")
     phone = writes.fact("phone", "Le téléphone de Marie est le 06 12 34 56 78")

@@ -20,16 +20,15 @@ from tests.integration.conftest import Seeder, Writes, unit_vector
 STATUSES: list[FactStatus] = [
     "candidate", "active", "superseded", "disputed", "disabled", "deleted"]
 
-#: SPEC §11, written out edge by edge (not derived from the code under test).
+#: SPEC §11, written out edge by edge (not derived from the code under test). No edge reaches
+#: ``deleted``: deleting a fact erases it (POST /v1/forget).
 GRAPH = {
     ("candidate", "active"), ("candidate", "superseded"), ("candidate", "disputed"),
-    ("candidate", "disabled"), ("candidate", "deleted"),
+    ("candidate", "disabled"),
     ("active", "superseded"), ("active", "disputed"), ("active", "disabled"),
-    ("active", "deleted"),
-    ("superseded", "disputed"), ("superseded", "deleted"),
+    ("superseded", "disputed"),
     ("disputed", "active"), ("disputed", "superseded"), ("disputed", "disabled"),
-    ("disputed", "deleted"),
-    ("disabled", "active"), ("disabled", "deleted"),
+    ("disabled", "active"),
 }
 
 
@@ -43,7 +42,9 @@ def test_every_pair_of_statuses(
 ) -> None:
     fact_id = seed.fact("city", "Lyon", unit_vector(1), status=current, version=3)
     if (current, target) not in GRAPH:
-        with pytest.raises(IllegalStatusTransition, match=f"is {current}; it cannot become"):
+        refusal = ("cannot become deleted through its status" if target == "deleted"
+                   else f"is {current}; it cannot become")
+        with pytest.raises(IllegalStatusTransition, match=refusal):
             writes.status(fact_id, target)
         row = writes.row("facts", fact_id)
         assert row is not None and (row["status"], row["version"]) == (current, 3)
@@ -53,7 +54,7 @@ def test_every_pair_of_statuses(
     assert row is not None
     assert (answer.fact.status, answer.fact.version) == (target, 4)
     assert (row["status"], row["version"]) == (target, 4)
-    if target in ("superseded", "deleted"):
+    if target == "superseded":
         assert row["recorded_to"] is not None
     else:
         assert row["recorded_to"] is None
@@ -71,13 +72,17 @@ def test_recorded_to_is_kept_then_cleared_on_reactivation(writes: Writes) -> Non
     assert back.fact.recorded_to is None and back.fact.version == 4
 
 
-def test_deleted_is_terminal_and_never_served(writes: Writes) -> None:
+def test_deleted_is_only_reached_by_erasure(writes: Writes, seed: Seeder) -> None:
     fact = writes.fact("invoice_language", "Les factures sont en allemand")
-    writes.status(fact.id, "deleted")
+    with pytest.raises(IllegalStatusTransition, match="POST /v1/forget with mode delete"):
+        writes.status(fact.id, "deleted")
+    row = writes.row("facts", fact.id)
+    assert row is not None and (row["status"], row["version"]) == ("active", 1)
+    # A tombstone loaded as written (``haki load``) is terminal.
+    tombstone = seed.fact("city", "Lyon", unit_vector(1), status="deleted")
     for target in STATUSES:
-        with pytest.raises(IllegalStatusTransition, match="none: it is terminal"):
-            writes.status(fact.id, target)
-    assert writes.ask("langue des factures ?").response.packet.facts == []
+        with pytest.raises(IllegalStatusTransition, match="deleted"):
+            writes.status(tombstone, target)
 
 
 def test_activating_a_candidate_next_to_another_value_opens_a_conflict(writes: Writes) -> None:

@@ -159,6 +159,13 @@ class ConflictNotOpen(HakiError):
     status = 409
 
 
+class ConflictFactNotActive(HakiError):
+    """The fact a resolution keeps is no longer active."""
+
+    code = "conflict_fact_not_active"
+    status = 409
+
+
 class StaleSupersedes(HakiError):
     """``supersedes_id`` names a fact that is not (or no longer) the active fact of the
     record's subject and predicate."""

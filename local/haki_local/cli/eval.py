@@ -53,6 +53,6 @@ def _eval(args: argparse.Namespace) -> int:
     labelled = load_labelled_set(args.file)
     report = evaluate(labelled, superuser_url=start_embedded(settings.data_dir),
                       embedder=get_embedder(settings), settings=settings, budgets=args.budget,
-                      with_misses=args.misses)
+                      with_misses=args.misses, progress=True)
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 0

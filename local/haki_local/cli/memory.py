@@ -57,9 +57,9 @@ def _load(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     document = parse_document(args.file)
-    total = 2 * (len(document.facts) + len(document.events)) + len(document.conflicts)
     db = Database(database_url(settings, Role.OWNER))
-    with tqdm(total=total, unit="rec", desc=f"loading {args.file.name}", file=sys.stderr) as bar:
+    with tqdm(total=MemoryWriter.steps(document), unit="rec",
+              desc=f"loading {args.file.name}", file=sys.stderr) as bar:
         summary = MemoryWriter(db, get_embedder(settings)).write(document, progress=bar.update)
     print(json.dumps({
         "facts": summary.facts, "events": summary.events,

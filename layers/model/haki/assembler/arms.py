@@ -68,6 +68,16 @@ SELECT * FROM haki_nearest_events(
 Rows = list[DictRow]
 Cursor = psycopg.Cursor[DictRow]
 
+#: The text arm's row (``item``) saying the subject is disabled (0017): every arm then returns
+#: nothing of it.
+SUBJECT_DISABLED = "subject_disabled"
+
+
+def subject_disabled(text: Rows) -> tuple[bool, Rows]:
+    """Whether the text arm's rows say the subject is disabled, and its other rows."""
+    rows = [row for row in text if row["item"] != SUBJECT_DISABLED]
+    return len(rows) != len(text), rows
+
 
 def _horizons(config: RetrievalConfig) -> dict[str, float]:
     return {

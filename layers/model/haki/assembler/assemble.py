@@ -53,7 +53,7 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
                         durable=config.trace_durable_commit) as conn:
         text = arms.text_arm(conn, request, config)
         vector, embed_ms = _timed(embed)
-        text_rows = text.fetchall()
+        disabled, text_rows = arms.subject_disabled(text.fetchall())
         with db.sibling().transaction(request.project_id, pipeline=True,
                                       read_only=True) as side:
             facts = arms.nearest_facts(side, request, config, vector)
@@ -62,7 +62,8 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
                                 config.vector_depth(request.budget_tokens))
         packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
                         excerpt_chars=config.excerpt_chars,
-                        excerpt_with_kind=config.excerpt_with_kind)
+                        excerpt_with_kind=config.excerpt_with_kind,
+                        subject_disabled=disabled)
         packer.add_fused(_rank(candidates, config))
         timings = {"embed": embed_ms}
         response = respond(conn, request, packer, started=started, timings_ms=timings)

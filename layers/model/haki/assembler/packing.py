@@ -57,6 +57,8 @@ class Packer:
     excerpt_chars: int = 300
     excerpt_with_kind: bool = True
     remaining: int = field(init=False)
+    #: The subject is disabled (``POST /v1/forget``): nothing of it was a candidate.
+    subject_disabled: bool = False
     decisions: list[TraceDecision] = field(default_factory=list, init=False)
     facts: list[PacketFact] = field(default_factory=list, init=False)
     episodes: list[PacketEpisode] = field(default_factory=list, init=False)
@@ -86,6 +88,10 @@ class Packer:
 
     def packet(self, *, missing_purpose: bool) -> ContextPacket:
         warnings: list[str] = []
+        if self.subject_disabled:
+            warnings.append(
+                "subject_disabled: this subject is disabled (POST /v1/forget); nothing of it "
+                "is served until one of its facts is brought back to active")
         if self.blocked_conflicts:
             warnings.append(
                 f"open_conflict: {self.blocked_conflicts} fact(s) hidden pending conflict "

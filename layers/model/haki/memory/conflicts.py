@@ -3,7 +3,9 @@ one (``POST /v1/conflicts/{id}/resolve``, ``haki resolve`` and resolved sets of 
 all go through :func:`resolve_conflict`).
 
 A fact of an **open** set is never served (``/v1/context`` blocks it and warns); resolving the
-set keeps one fact active and supersedes the others.
+set keeps one fact active and supersedes the others. An open set holds active facts only: a
+fact that leaves ``active`` through its status leaves its open sets, and a set left with one
+fact is resolved (it keeps both facts for the record; the one still active is served again).
 """
 
 import uuid
@@ -13,7 +15,13 @@ from uuid import UUID
 import psycopg
 
 from haki.db import Database
-from haki.errors import ConflictNotFound, ConflictNotOpen, FactNotFound, ValidationFailed
+from haki.errors import (
+    ConflictFactNotActive,
+    ConflictNotFound,
+    ConflictNotOpen,
+    FactNotFound,
+    ValidationFailed,
+)
 from haki.memory.api import (
     ConflictListRequest,
     ConflictPage,
@@ -22,7 +30,7 @@ from haki.memory.api import (
     ResolveResponse,
     check_scope,
 )
-from haki.memory.lifecycle import check_transition, transition
+from haki.memory.lifecycle import transition
 from haki.memory.pagination import read_page
 from haki.memory.store import lock_scopes, transaction_time, write_transaction
 
@@ -61,6 +69,18 @@ SELECT id, subject_id, predicate, status FROM facts
 WHERE project_id = %(project_id)s AND id = ANY (%(ids)s)
 """
 SELECT_MEMBERS_FOR_UPDATE = SELECT_MEMBERS + "FOR UPDATE"
+
+#: A fact that left ``active``, out of the scope's open sets (conflict_sets_open_idx): a set of
+#: more than two facts drops it, a set of two is resolved as it stands.
+LEAVE_OPEN_SETS = """
+UPDATE conflict_sets
+SET fact_ids = CASE WHEN cardinality(fact_ids) > 2 THEN array_remove(fact_ids, %(id)s)
+                    ELSE fact_ids END,
+    status = CASE WHEN cardinality(fact_ids) > 2 THEN status ELSE 'resolved' END,
+    resolved_at = CASE WHEN cardinality(fact_ids) > 2 THEN resolved_at ELSE now() END
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND status = 'open'
+  AND %(id)s = ANY (fact_ids)
+"""
 
 MARK_RESOLVED = """
 UPDATE conflict_sets SET status = 'resolved', resolved_at = now()
@@ -107,16 +127,25 @@ def open_conflict(
     return set_id
 
 
+def leave_open_sets(
+    conn: psycopg.Connection, project_id: str, subject_id: str, fact_id: UUID
+) -> None:
+    """The fact has left ``active``: it leaves the scope's open sets (see the module)."""
+    conn.execute(LEAVE_OPEN_SETS,
+                 {"project_id": project_id, "subject_id": subject_id, "id": fact_id})
+
+
 def resolve_conflict(
     conn: psycopg.Connection, project_id: str, conflict_id: UUID, keep_fact_id: UUID
 ) -> list[UUID]:
-    """Resolve an open set in the caller's transaction: ``keep_fact_id`` becomes (or stays)
-    active, the set's other facts become superseded where the lifecycle allows it (facts
-    already superseded, disabled or deleted keep their status), the set is resolved.
+    """Resolve an open set in the caller's transaction: ``keep_fact_id``, an active fact of the
+    set, stays active, the set's other facts become superseded where the lifecycle allows it
+    (facts already superseded or disabled keep their status), the set is resolved.
 
     Returns ``[keep_fact_id, *ids superseded]``. Raises :class:`ConflictNotFound` (unknown here,
     or another project's), :class:`ConflictNotOpen`, :class:`ValidationFailed` when the fact to
-    keep is not in the set, :class:`IllegalStatusTransition` when it cannot become active.
+    keep is not in the set, :class:`ConflictFactNotActive` when it is no longer active (a set
+    stored before open sets were kept to active facts, or loaded so).
     """
     params: dict[str, Any] = {"project_id": project_id, "id": conflict_id}
     found = conn.execute(SELECT_SET, params).fetchone()
@@ -140,8 +169,9 @@ def resolve_conflict(
     if keep_fact_id not in statuses:
         raise FactNotFound(f"fact {keep_fact_id} no longer exists")
     if statuses[keep_fact_id] != "active":
-        check_transition(keep_fact_id, statuses[keep_fact_id], "active")
-        transition(conn, project_id, [keep_fact_id], "active")
+        raise ConflictFactNotActive(
+            f"field 'keep_fact_id': fact {keep_fact_id} is {statuses[keep_fact_id]}, no longer "
+            "an active fact of the set; keep one of its active facts")
     superseded = transition(
         conn, project_id, [i for i in fact_ids if i != keep_fact_id], "superseded")
     conn.execute(MARK_RESOLVED, params)

@@ -47,16 +47,19 @@ VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(kind)s, %(payload)s,
         coalesce(%(occurred_at)s, now()), %(idempotency_key)s, %(embedding)s)
 """
 
-#: ``haki load``: an id already stored in the same scope is updated with the document's values.
+#: ``haki load``: an id already stored in the same scope is updated with the document's values
+#: (event ids are unique per project: the primary key is (project_id, id), 0017).
 UPSERT_EVENT = _INSERT_EVENT + """
-ON CONFLICT (id) DO UPDATE SET
+ON CONFLICT (project_id, id) DO UPDATE SET
     kind = EXCLUDED.kind, payload = EXCLUDED.payload, occurred_at = EXCLUDED.occurred_at,
     embedding = EXCLUDED.embedding
 WHERE events.project_id = EXCLUDED.project_id AND events.subject_id = EXCLUDED.subject_id
 """
 
-#: ``POST /v1/events``: arbitrated by the primary key and events_idempotency_key_idx (0009); a
-#: row taken by a concurrent transaction waits for it, then is skipped (no RETURNING row).
+#: ``POST /v1/events``: arbitrated by the primary key (project_id, id) and
+#: events_idempotency_key_idx (0009), both within the project (another project's ids and keys
+#: never collide with this one's); a row taken by a concurrent transaction waits for it, then
+#: is skipped (no RETURNING row).
 INSERT_EVENT_ONCE = _INSERT_EVENT + "ON CONFLICT DO NOTHING RETURNING id"
 
 #: The project's events a batch names by id (primary key) or key (events_idempotency_key_idx).

@@ -15,7 +15,8 @@ The rules of a write, per (subject, predicate), against its **active** facts (SP
   the fact is stored (**created**).
 
 Activating a fact through its status follows the third rule too: next to an active fact of
-another value it opens a conflict set. Writers of one key are serialised by its advisory lock
+another value it opens a conflict set; a fact leaving ``active`` leaves its open sets
+(``haki.memory.conflicts``). Writers of one key are serialised by its advisory lock
 (``haki.memory.store``), and a batch is one transaction: one bad record, nothing written.
 """
 
@@ -49,8 +50,8 @@ from haki.memory.api import (
     FactWritten,
     check_scope,
 )
-from haki.memory.conflicts import open_conflict
-from haki.memory.lifecycle import check_transition, transition
+from haki.memory.conflicts import leave_open_sets, open_conflict
+from haki.memory.lifecycle import check_transition, set_subject_disabled, transition
 from haki.memory.pagination import read_page
 from haki.memory.store import (
     check_embedding_budget,
@@ -268,7 +269,9 @@ def change_status(
     conn: psycopg.Connection, project_id: str, fact_id: UUID, target: FactStatus
 ) -> UUID | None:
     """Move one fact along the lifecycle in the caller's transaction; the conflict set it
-    joins when it becomes active next to an active fact of another value, if any."""
+    joins when it becomes active next to an active fact of another value, if any. A fact that
+    leaves ``active`` leaves its open sets; one that becomes active re-enables its subject if
+    the subject was disabled as a whole."""
     params = {"project_id": project_id, "id": fact_id}
     found = conn.execute(SELECT_FACT, params).fetchone()
     if found is None:
@@ -281,7 +284,10 @@ def change_status(
     check_transition(fact_id, current["status"], target)
     transition(conn, project_id, [fact_id], target)
     if target != "active":
+        if current["status"] == "active":
+            leave_open_sets(conn, project_id, subject_id, fact_id)
         return None
+    set_subject_disabled(conn, project_id, subject_id, False)
     active = conn.cursor(row_factory=dict_row).execute(SELECT_ACTIVE, {
         "project_id": project_id, "subject_id": subject_id, "predicate": predicate,
         "value": Jsonb(current["value"])}).fetchall()

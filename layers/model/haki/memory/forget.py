@@ -2,7 +2,10 @@
 
 - ``disable`` moves the facts along the lifecycle to ``disabled`` (reversible: ``disabled →
   active``); for a subject, every fact that may become disabled does, the others (superseded,
-  deleted, already disabled) keep their status.
+  already disabled) keep their status, and the subject itself is marked disabled
+  (``disabled_subjects``, 0017): nothing of it — facts, episodes, the turns around them — is
+  served until one of its facts is brought back to active, and each context call on it warns
+  ``subject_disabled``.
 - ``delete`` is the right to erasure. Of a **subject**: every row of the subject goes — facts,
   events, conflict sets, context calls with their trace rows, stats rollups — in one
   transaction that holds the subject's exclusive lock (writers of the subject wait). Of a
@@ -28,7 +31,7 @@ from haki.db import Database
 from haki.errors import FactNotFound
 from haki.memory.api import ForgetRequest, ForgetResponse, check_scope
 from haki.memory.facts import SELECT_FACT, change_status
-from haki.memory.lifecycle import transition_subject
+from haki.memory.lifecycle import set_subject_disabled, transition_subject
 from haki.memory.store import (
     lock_scopes,
     lock_subject_exclusive,
@@ -48,7 +51,8 @@ RECEIPT_COUNTS = (
 #: Every row of one subject, in one statement. Indexes: facts_scope_idx, events_scope_idx
 #: (0002), conflict_sets_scope_idx (0009), context_calls_scope_idx (0005), then the calls'
 #: trace rows by the context_traces primary key (trace_id, created_at), the stats_rollups
-#: primary key (project_id, subject_id, bucket_start). ``context_traces`` counts decisions (a
+#: primary key (project_id, subject_id, bucket_start), the disabled_subjects primary key (its
+#: mark, if any, goes uncounted). ``context_traces`` counts decisions (a
 #: call's trace row holds all of them since migration 0014).
 ERASE_SUBJECT = """
 WITH facts_gone AS (
@@ -70,6 +74,9 @@ WITH facts_gone AS (
 ), rollups_gone AS (
     DELETE FROM stats_rollups WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
     RETURNING 1
+), mark_gone AS (
+    DELETE FROM disabled_subjects
+    WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
 )
 SELECT (SELECT count(*) FROM facts_gone) AS facts,
        (SELECT count(*) FROM events_gone) AS events,
@@ -164,6 +171,7 @@ def forget(db: Database, project_id: str, request: ForgetRequest) -> ForgetRespo
             if request.mode == "disable":
                 counts = {"facts": len(transition_subject(
                     conn, project_id, request.subject_id, "disabled"))}
+                set_subject_disabled(conn, project_id, request.subject_id, True)
             else:
                 counts = _erase(conn, ERASE_SUBJECT, {
                     "project_id": project_id, "subject_id": request.subject_id})

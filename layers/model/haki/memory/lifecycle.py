@@ -2,10 +2,10 @@
 moves facts along it.
 
 Every transition adds 1 to ``version``. ``recorded_to`` (when the store stopped asserting the
-fact) is set when a fact becomes ``superseded`` or ``deleted`` — the first time only — and
-cleared when it becomes ``active`` again; other transitions leave it. ``deleted`` is a
-tombstone: the row stays, is never served and can never change again (erasing the row is
-``POST /v1/forget`` with ``mode: delete``).
+fact) is set when a fact becomes ``superseded`` — the first time only — and cleared when it
+becomes ``active`` again; other transitions leave it. ``deleted`` is reached by no transition:
+deleting a fact erases it (``POST /v1/forget`` with ``mode: delete``), so no route can read its
+value back. The status stays in the model for rows loaded as written (``haki load``).
 """
 
 from uuid import UUID
@@ -16,11 +16,11 @@ from haki.errors import IllegalStatusTransition
 from haki.models import FactStatus
 
 TRANSITIONS: dict[FactStatus, frozenset[FactStatus]] = {
-    "candidate": frozenset({"active", "superseded", "disputed", "disabled", "deleted"}),
-    "active": frozenset({"superseded", "disputed", "disabled", "deleted"}),
-    "superseded": frozenset({"disputed", "deleted"}),
-    "disputed": frozenset({"active", "superseded", "disabled", "deleted"}),
-    "disabled": frozenset({"active", "deleted"}),
+    "candidate": frozenset({"active", "superseded", "disputed", "disabled"}),
+    "active": frozenset({"superseded", "disputed", "disabled"}),
+    "superseded": frozenset({"disputed"}),
+    "disputed": frozenset({"active", "superseded", "disabled"}),
+    "disabled": frozenset({"active"}),
     "deleted": frozenset(),
 }
 
@@ -31,6 +31,10 @@ def sources(target: FactStatus) -> list[str]:
 
 
 def check_transition(fact_id: UUID, current: FactStatus, target: FactStatus) -> None:
+    if target == "deleted":
+        raise IllegalStatusTransition(
+            f"fact {fact_id} cannot become deleted through its status: deleting a fact erases "
+            "it (POST /v1/forget with mode delete)")
     if target not in TRANSITIONS[current]:
         allowed = ", ".join(sorted(TRANSITIONS[current])) or "none: it is terminal"
         raise IllegalStatusTransition(
@@ -43,7 +47,7 @@ UPDATE facts
 SET status = %(status)s,
     version = version + 1,
     recorded_to = CASE
-        WHEN %(status)s::text IN ('superseded', 'deleted') THEN coalesce(recorded_to, now())
+        WHEN %(status)s::text = 'superseded' THEN coalesce(recorded_to, now())
         WHEN %(status)s::text = 'active' THEN NULL
         ELSE recorded_to END
 WHERE project_id = %(project_id)s AND status = ANY (%(sources)s) AND {which}
@@ -74,3 +78,23 @@ def transition_subject(
         "status": target, "project_id": project_id, "sources": sources(target),
         "subject_id": subject_id}).fetchall()
     return [row[0] for row in rows]
+
+
+#: A subject disabled as a whole (``POST /v1/forget``, ``disable``): nothing of it is served
+#: while its row is in disabled_subjects (0017) — the candidate functions gate on it.
+DISABLE_SUBJECT = """
+INSERT INTO disabled_subjects (project_id, subject_id)
+VALUES (%(project_id)s, %(subject_id)s)
+ON CONFLICT DO NOTHING
+"""
+ENABLE_SUBJECT = """
+DELETE FROM disabled_subjects WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+"""
+
+
+def set_subject_disabled(
+    conn: psycopg.Connection, project_id: str, subject_id: str, disabled: bool
+) -> None:
+    """Mark the subject disabled, or clear the mark (a fact of it brought back to active)."""
+    conn.execute(DISABLE_SUBJECT if disabled else ENABLE_SUBJECT,
+                 {"project_id": project_id, "subject_id": subject_id})
