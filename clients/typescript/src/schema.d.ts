@@ -815,7 +815,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description conflict_not_open: The conflict set was already resolved */
+            /** @description conflict_not_open: The conflict set was already resolved; conflict_fact_not_active: The fact a resolution keeps is no longer active */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -842,7 +842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); illegal_status_transition: The fact's lifecycle graph (SPEC §11) has no edge from its status to the one asked */
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
             422: {
                 headers: {
                     [name: string]: unknown;
