@@ -7,12 +7,47 @@ with its place (section and index, or line) and the field at fault.
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from uuid import UUID
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from haki.errors import ValidationFailed
-from haki.models import ConflictRecord, EventRecord, FactRecord, MemoryDocument
+from haki.models import SCOPE_MAX_CHARS, FactRecord, Timestamp
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EventRecord(_Record):
+    """An episode (source event)."""
+
+    id: UUID | None = None
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    kind: str = Field(min_length=1, max_length=128)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    occurred_at: Timestamp | None = None
+
+
+class ConflictRecord(_Record):
+    """A conflict set over facts of one scope. ``resolved`` needs the fact to keep."""
+
+    id: UUID | None = None
+    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    fact_ids: list[UUID] = Field(min_length=2)
+    status: Literal["open", "resolved"] = "open"
+    reason: str | None = None
+    keep_fact_id: UUID | None = None
+
+
+class MemoryDocument(_Record):
+    facts: list[FactRecord] = Field(default_factory=list)
+    events: list[EventRecord] = Field(default_factory=list)
+    conflicts: list[ConflictRecord] = Field(default_factory=list)
+
 
 _SECTIONS: dict[str, tuple[str, type[BaseModel]]] = {
     "fact": ("facts", FactRecord),

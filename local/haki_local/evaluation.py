@@ -52,12 +52,11 @@ from haki.models import (
     ContextPacket,
     ContextRequest,
     InspectResponse,
-    MemoryDocument,
 )
 from haki.settings import Settings
 from haki_local.admin import tenant_keys
 from haki_local.baselines import SeedConfig, assemble_seed
-from haki_local.documents import parse_document_text
+from haki_local.documents import MemoryDocument, parse_document_text
 from haki_local.embedded import embedded_role_url
 from haki_local.writer import MemoryWriter
 

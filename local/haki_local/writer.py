@@ -28,8 +28,9 @@ from haki.memory.conflicts import INSERT_CONFLICT, resolve_conflict
 from haki.memory.events import UPSERT_EVENT, event_row
 from haki.memory.facts import UPSERT_FACT, fact_row
 from haki.memory.store import Progress, embed_texts, write_transaction
-from haki.models import ConflictRecord, EventRecord, FactRecord, MemoryDocument
+from haki.models import FactRecord
 from haki.text import event_text, fact_text
+from haki_local.documents import ConflictRecord, EventRecord, MemoryDocument
 
 __all__ = ["LoadSummary", "MemoryWriter"]
 

@@ -19,8 +19,9 @@ import functions.memory.app as memory_app
 import functions.stats.app as stats_app
 from haki.db import Database, Role
 from haki.embedding import get_embedder
-from haki.models import FactRecord, MemoryDocument
+from haki.models import FactRecord
 from haki_local.admin import create_key
+from haki_local.documents import MemoryDocument
 from haki_local.writer import MemoryWriter
 
 MODULES = {"context": context_app, "inspect": inspect_app, "stats": stats_app,

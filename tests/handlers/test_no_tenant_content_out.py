@@ -14,8 +14,9 @@ from typing import Any
 
 from haki.db import Database, Role
 from haki.embedding import Embedder
-from haki.models import FactRecord, MemoryDocument
+from haki.models import FactRecord
 from haki_local.admin import create_key
+from haki_local.documents import MemoryDocument
 from haki_local.writer import MemoryWriter
 
 ROOT = Path(__file__).resolve().parents[2]

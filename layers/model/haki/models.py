@@ -231,32 +231,3 @@ class FactRecord(_Strict):
     supersedes_id: UUID | None = None
     source_event_ids: list[UUID] = Field(default_factory=list)
     version: int = Field(default=1, ge=1)
-
-
-class EventRecord(_Strict):
-    """An episode (source event)."""
-
-    id: UUID | None = None
-    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    kind: str = Field(min_length=1, max_length=128)
-    payload: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: Timestamp | None = None
-
-
-class ConflictRecord(_Strict):
-    """A conflict set over facts of one scope. ``resolved`` needs the fact to keep."""
-
-    id: UUID | None = None
-    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    fact_ids: list[UUID] = Field(min_length=2)
-    status: Literal["open", "resolved"] = "open"
-    reason: str | None = None
-    keep_fact_id: UUID | None = None
-
-
-class MemoryDocument(_Strict):
-    facts: list[FactRecord] = Field(default_factory=list)
-    events: list[EventRecord] = Field(default_factory=list)
-    conflicts: list[ConflictRecord] = Field(default_factory=list)

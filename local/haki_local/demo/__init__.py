@@ -13,8 +13,7 @@ from pathlib import Path
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.models import MemoryDocument
-from haki_local.documents import parse_document
+from haki_local.documents import MemoryDocument, parse_document
 from haki_local.writer import LoadSummary, MemoryWriter
 
 DEMO_PATH = Path(__file__).with_name("demo.json")

@@ -12,12 +12,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
-from datetime import UTC, datetime, timedelta
 
 import psycopg
 from pgvector.psycopg import register_vector
-from psycopg import abc, adapt, pq
-from psycopg.abc import AdaptContext, Buffer
+from psycopg import pq
 
 from haki.errors import (
     ConfigurationError,
@@ -75,73 +73,7 @@ def connect(conninfo: str) -> psycopg.Connection:
         application_name="haki",
     )
     register_vector(conn)
-    register_bounded_timestamps(conn)
     return conn
-
-
-#: What a ``timestamptz`` Python cannot hold is read as: the earliest or the latest datetime.
-_TIME_FLOOR = datetime.min.replace(tzinfo=UTC)
-_TIME_CEILING = datetime.max.replace(tzinfo=UTC)
-#: The origin of PostgreSQL's binary ``timestamptz`` (microseconds since then, in UTC).
-_PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
-
-
-def register_bounded_timestamps(conn: psycopg.Connection) -> None:
-    """Read every ``timestamptz`` PostgreSQL can hold without failing.
-
-    PostgreSQL keeps instants from 4713 BC to 294276 AD (and ±infinity); a Python datetime
-    holds years 1 to 9999 in the connection's time zone, and psycopg raises ``DataError`` on
-    any other value, failing the whole statement. The API refuses such times on the way in
-    (``haki.models.Timestamp``), but a row written before that check, or by the owner
-    directly, must not make its subject unreadable. So the fix sits where the failure is: the
-    loaders of ``timestamptz`` delegate to psycopg's own, and only a value it cannot convert
-    is read as the nearest datetime Python holds (in UTC), which keeps its order among the
-    others. Clamping here, not in SQL, covers every read at once (the context arms' routines,
-    the listings, inspect, the tools); repairing the rows in a migration would not cover a
-    row written after it.
-    """
-    for fmt, fallback in ((pq.Format.BINARY, _binary_instant), (pq.Format.TEXT, _text_instant)):
-        inner = conn.adapters.get_loader(psycopg.adapters.types["timestamptz"].oid, fmt)
-        if inner is None:
-            continue
-        conn.adapters.register_loader("timestamptz", _bounded_loader(inner, fmt, fallback))
-
-
-def _bounded_loader(
-    inner: type[abc.Loader], fmt: pq.Format, fallback: Callable[[bytes], datetime]
-) -> type[adapt.Loader]:
-    class BoundedTimestamptzLoader(adapt.Loader):
-        format = fmt
-
-        def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
-            super().__init__(oid, context)
-            self._load = inner(oid, context).load
-
-        def load(self, data: Buffer) -> datetime:
-            try:
-                value: datetime = self._load(data)
-            except psycopg.DataError:
-                return fallback(bytes(data))
-            return value
-
-    return BoundedTimestamptzLoader
-
-
-def _binary_instant(data: bytes) -> datetime:
-    """A binary ``timestamptz`` (signed microseconds since 2000-01-01 UTC) in UTC, clamped."""
-    micros = int.from_bytes(data, "big", signed=True)
-    try:
-        return _PG_EPOCH + timedelta(microseconds=micros)
-    except OverflowError:
-        return _TIME_CEILING if micros > 0 else _TIME_FLOOR
-
-
-def _text_instant(data: bytes) -> datetime:
-    """A text ``timestamptz`` psycopg could not convert: before year 1 (``... BC``, ``-infinity``
-    or year 1 shifted by its offset) or after 9999."""
-    year = data.split(b"-", 1)[0]
-    early = data.endswith(b" BC") or not year or (year.isdigit() and int(year) <= 1)
-    return _TIME_FLOOR if early else _TIME_CEILING
 
 
 #: The sha256 of the API key the current request (or task) acts for; see :func:`acting_for`.

@@ -1,38 +1,15 @@
 """Scope indexes: an HNSW graph and a text (GIN) index of its own for each big subject.
 
-Why. The tables' own indexes hold every scope. pgvector filters the scope *after* the graph
-search, so for a subject holding a few percent of a large table the iterative scan walks the
-table's graph until enough of its rows pass the filter, and the text arm ANDs the table's GIN
-matches with a bitmap of the whole scope. A subject small enough is scanned exactly through
-the scope index, and one that is most of its table passes the filter anyway; the ones in
-between get indexes of their own here, as pgvector's README advises for frequently filtered
-values: ``CREATE INDEX … USING hnsw … WHERE project_id = … AND subject_id = …``, and the same
-predicate on a GIN index of ``search_vector``. The planner picks them by itself for a
-statement on that scope (the vector arms' functions plan each call with its values, and
-``haki_idf_search`` EXECUTEs its query, so the predicate is proved from them); the planner
-settings size the HNSW search breadth by the scope graph's rows instead of the table's. The
-figures are in docs/decisions/2026-12-01-scope-indexes.md.
-
-Which scopes. From ``text_scope_stats`` (active facts and events per scope, kept on write):
-a scope gets indexes on a table when it holds at least ``min_rows`` of its rows and at most
-``max_share`` of them, the largest first, at most ``max_scopes`` per table. They are kept until
-the scope falls below half of ``min_rows`` (hysteresis: a scope near the line is not rebuilt
-back and forth), outgrows ``max_share`` or leaves the largest ``max_scopes``.
-
-How. :func:`reconcile_scope_indexes` runs as the tables' owner on a connection of its own, in
-autocommit: ``CREATE INDEX CONCURRENTLY`` (writes go on during the build) and ``DROP INDEX
-CONCURRENTLY``. A build that failed or was cut off leaves an invalid index, which the next
-run drops and builds again. A session advisory lock makes a second run at once a no-op. The
-scheduled job (``functions/migrate``, event ``{"task": "scope_indexes"}``) and ``haki
-scope-indexes`` call it.
-
-Names. ``<table>_scope_<hnsw|gin>_<20 hex digits of sha256(project, subject)>``: no tenant id
-in a name, a log line or a metric. The predicate itself holds the two ids (as quoted literals,
-composed by ``psycopg.sql``): the catalog (``pg_indexes``) shows them to database roles, as it
-shows any index definition; tenants have no database role.
-
-Cost. Each write to such a scope updates its indexes besides the table's; a graph takes the
-memory and disk of its rows' share of the table's graph, a text index much less.
+The tables' indexes hold every scope, and pgvector filters the scope after the graph search, so
+a subject holding a few percent of a large table is slow to search through them. A subject
+with at least ``min_rows`` rows and at most ``max_share`` of its table (the largest first, at
+most ``max_scopes`` per table) gets partial indexes ``WHERE project_id = … AND subject_id = …``,
+which the planner picks by itself; they are dropped below half of ``min_rows`` (hysteresis).
+:func:`reconcile_scope_indexes` builds and drops them concurrently as the owner, under a
+session advisory lock, from the per-scope counts the writes keep (``text_scope_stats``). Names
+are a digest of the ids (no tenant id in a name, a log line or a metric); the predicates hold
+the ids as literals, which only database roles can see. Why and the figures:
+docs/decisions/2026-12-01-scope-indexes.md; operations: docs/scaling.md.
 """
 
 import hashlib
