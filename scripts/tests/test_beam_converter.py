@@ -3,9 +3,7 @@ messages become events with their role and a time that keeps the chat's order, e
 either shape is resolved, questions without evidence are dropped and counted, and the output is
 a labelled set ``haki eval`` reads."""
 
-import importlib.util
 import json
-import sys
 import uuid
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +11,7 @@ from types import ModuleType
 import pytest
 
 from haki_local.evaluation import load_labelled_set
+from scripts.tests.script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parent / "data" / "beam_tiny"
@@ -20,13 +19,7 @@ FIXTURE = Path(__file__).resolve().parent / "data" / "beam_tiny"
 
 @pytest.fixture(scope="module")
 def converter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "beam_to_eval", ROOT / "scripts" / "beam_to_eval.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("beam_to_eval")
 
 
 def _id(converter: ModuleType, subject: str, message: int) -> str:

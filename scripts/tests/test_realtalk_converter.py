@@ -2,9 +2,7 @@
 become events at their own time, loose evidence is resolved or dropped and counted, and the
 output is a labelled set ``haki eval`` reads."""
 
-import importlib.util
 import json
-import sys
 import uuid
 from pathlib import Path
 from types import ModuleType
@@ -12,6 +10,7 @@ from types import ModuleType
 import pytest
 
 from haki_local.evaluation import load_labelled_set
+from scripts.tests.script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parent / "data" / "realtalk_tiny"
@@ -20,13 +19,7 @@ SUBJECT = "chat-1-ana-ben"
 
 @pytest.fixture(scope="module")
 def converter() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "realtalk_to_eval", ROOT / "scripts" / "realtalk_to_eval.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("realtalk_to_eval")
 
 
 def _event_id(converter: ModuleType, dia_id: str) -> str:
