@@ -1,14 +1,14 @@
 """The fused ranking's candidates: its three statements and the merge of their rows.
 
-Each statement is a call of an SQL function that holds it (migration 0016 and the comments
-there): ``haki_text_arm`` (the idf text arm with the turns around its episodes),
-``haki_nearest_facts`` and ``haki_nearest_events`` (the vector arm, each over its own HNSW
-graph, the events with the turns around the nearest few). A function keeps its statement's
-parse tree, and its plan where one can be reused, for the life of the connection; statements
-are never prepared, which would pin a client to one backend behind RDS Proxy. Each call below
-takes exactly the parameters its function declares, built from the request and the
-configuration; each sends its statement and returns the cursor, whose rows the caller
-fetches when it needs them (in a pipeline, a fetch is a round trip).
+Each statement is a call of an SQL function that holds it (defined by migration 0017, which
+adds the disabled-subject gate to 0016's): ``haki_text_arm`` (the idf text arm with the
+turns around its episodes), ``haki_nearest_facts`` and ``haki_nearest_events`` (the vector
+arm, each over its own HNSW graph, the events with the turns around the nearest few). A
+function keeps its statement's parse tree, and its plan where one can be reused, for the life
+of the connection; statements are never prepared, which would pin a client to one backend
+behind RDS Proxy. Each call below takes exactly the parameters its function declares, built
+from the request and the configuration; each sends its statement and returns the cursor,
+whose rows the caller fetches when it needs them (in a pipeline, a fetch is a round trip).
 """
 
 from collections.abc import Sequence
