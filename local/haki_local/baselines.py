@@ -309,7 +309,7 @@ def seed_parameters(request: ContextRequest, vector: np.ndarray,
     return {
         "project_id": request.project_id, "subject_id": request.subject_id,
         "query": request.query, "query_vector": vector,
-        "stopwords": sorted(config.stopwords), "max_terms": r.max_query_terms,
+        "stopwords": config.stopword_list, "max_terms": r.max_query_terms,
         "text_rank_cap": config.text_rank_cap, "top_k": config.top_k,
         "candidate_limit": config.candidate_limit, "episode_top_k": config.episode_top_k,
         "w_similarity": config.weight_similarity, "w_text": config.weight_text,

@@ -115,7 +115,7 @@ def text_arm(conn: psycopg.Connection, request: ContextRequest,
     while the question is embedded."""
     return _cursor(conn).execute(TEXT_ARM, {
         "project_id": request.project_id, "subject_id": request.subject_id,
-        "query": request.query, "stopwords": sorted(config.stopwords),
+        "query": request.query, "stopwords": config.stopword_list,
         "max_terms": config.max_query_terms, "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes, "text_candidates": config.text_candidates,
         "text_top_k": config.text_top_k, "excerpt_chars": config.excerpt_chars,

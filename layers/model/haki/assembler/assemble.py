@@ -39,8 +39,7 @@ class Assembly:
     facts_served: int
     episodes_served: int
     #: ``embed`` (the embedding's own time, while the text arm runs), ``retrieval`` (from the
-    #: start to the packet),
-    #: ``trace`` (the trace write with the commit), ``total``.
+    #: start to the packet), ``trace`` (the trace write with the commit), ``total``.
     timings_ms: dict[str, float]
 
 

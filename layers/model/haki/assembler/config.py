@@ -13,6 +13,7 @@ with the defaults and the few knobs the environment sets (:meth:`RetrievalConfig
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from haki.settings import Settings
 
@@ -92,6 +93,11 @@ class RetrievalConfig:
     use_neighbours: bool = True
     #: Whether the call waits for its trace's WAL flush (``HAKI_TRACE_DURABLE_COMMIT``).
     trace_durable_commit: bool = False
+
+    @cached_property
+    def stopword_list(self) -> list[str]:
+        """The stop words as the text arm's array parameter, sorted once per configuration."""
+        return sorted(self.stopwords)
 
     def vector_depth(self, budget_tokens: int) -> int:
         """How many nearest candidates the vector arm ranks for a packet of ``budget_tokens``:
