@@ -1,52 +1,41 @@
 """The REST API, built from ``haki_aws.routes.ROUTES`` (the table the local server also serves).
 
-Two different keys, two different jobs (docs/deploy.md, "Keys"):
-- ``Authorization: Bearer hk_...`` authenticates the tenant and fixes its project. The function
-  checks it (sha256 lookup) in the same transaction that sets the row-level-security scope,
-  so the check cannot drift from the data it guards, and local mode runs the same code.
-- ``x-api-key`` is API Gateway's metering identity: it picks the usage plan whose per-client
-  throttle and daily quota apply. It grants no data access by itself.
+One credential (docs/decisions/2026-12-03-one-credential-authorizer.md): a tenant sends
+``Authorization: Bearer hk_...`` and nothing else.
+- A REQUEST authorizer (``functions/authorizer``), cached by API Gateway per Authorization
+  value, checks the key (sha256 lookup, the same code as the functions) and names the
+  project's usage key (``usageIdentifierKey``); the RestApi takes API keys from the authorizer
+  (``apiKeySource: AUTHORIZER``), so the usage plan's throttle and daily quota apply per
+  project without the caller holding a second key. An ``x-api-key`` header is never read.
+- The function checks the key again in the same transaction that sets the row-level-security
+  scope: a key revoked within the authorizer's cache TTL is refused there.
+
+Optional: an AWS WAFv2 web ACL on the stage (``haki:waf``) and a custom domain name
+(``haki:domain_name``); the default execute-api endpoint and the domain both pin TLS 1.2+.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
-from haki_aws.routes import Route
+from haki_aws.routes import EDGE_ERRORS, Route
 from haki_infra.config import HakiConfig
 from haki_infra.nag import acknowledge
 
 STAGE_NAME = "prod"
-
-
-@dataclass(frozen=True)
-class _EdgeError:
-    status: str
-    code: str
-    #: ``None`` keeps API Gateway's own message.
-    message: str | None = None
-
-
-#: Errors API Gateway answers itself, in the service's ``{"error": {code, message}}`` shape.
-_EDGE_ERRORS: dict[apigw.ResponseType, _EdgeError] = {
-    # The only required request parameter is the Authorization header.
-    apigw.ResponseType.BAD_REQUEST_PARAMETERS: _EdgeError(
-        "401", "unauthorized", "missing Authorization: Bearer header"
-    ),
-    apigw.ResponseType.THROTTLED: _EdgeError("429", "throttled"),
-    apigw.ResponseType.QUOTA_EXCEEDED: _EdgeError("429", "quota_exceeded"),
-    apigw.ResponseType.INVALID_API_KEY: _EdgeError("403", "invalid_usage_key"),
-    apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN: _EdgeError("404", "not_found"),
-    # API Gateway's own 10 MB ceiling; the functions refuse far smaller bodies the same way.
-    apigw.ResponseType.REQUEST_TOO_LARGE: _EdgeError(
-        "413", "payload_too_large", "request body over API Gateway's 10 MB limit"
-    ),
-    apigw.ResponseType.DEFAULT_5_XX: _EdgeError("503", "service_unavailable"),
-}
+#: The TLS security policy of the default endpoint and of a custom domain: TLS 1.2 minimum.
+TLS_POLICY = apigw.SecurityPolicy.TLS_1_2
+#: The AWS managed rule groups of the optional web ACL, and the rules of the common set set to
+#: count only: its 8 KB body limit would refuse valid context calls and batch writes (the
+#: functions bound bodies themselves, up to 1 MiB).
+WAF_MANAGED_RULES = ("AWSManagedRulesCommonRuleSet",)
+WAF_COUNT_ONLY = ("SizeRestrictions_BODY",)
 
 
 class Api(Construct):
@@ -58,6 +47,7 @@ class Api(Construct):
         config: HakiConfig,
         routes: tuple[Route, ...],
         functions: Mapping[str, lambda_.IFunction],
+        authorizer: lambda_.IFunction,
     ) -> None:
         super().__init__(scope, construct_id)
         access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention)
@@ -67,6 +57,8 @@ class Api(Construct):
             rest_api_name="haki",
             description="Haki context assembler",
             endpoint_types=[apigw.EndpointType.REGIONAL],
+            # Usage plans meter the key the authorizer names, never an x-api-key header.
+            api_key_source_type=apigw.ApiKeySourceType.AUTHORIZER,
             # Execution logs (ERROR level) need the account-level API Gateway logging role.
             cloud_watch_role=True,
             deploy_options=apigw.StageOptions(
@@ -80,6 +72,16 @@ class Api(Construct):
                 access_log_format=_access_log_format(),
             ),
         )
+        rest_api = self.rest_api.node.default_child
+        assert isinstance(rest_api, apigw.CfnRestApi)
+        rest_api.security_policy = TLS_POLICY.value
+        self.authorizer = apigw.RequestAuthorizer(
+            self,
+            "Authorizer",
+            handler=authorizer,
+            identity_sources=[apigw.IdentitySource.header("Authorization")],
+            results_cache_ttl=Duration.seconds(config.authorizer_cache_seconds),
+        )
         # Parameters: the Authorization header is required, so a request without it is
         # answered 401 at the edge. Bodies: no JSON schema on purpose, the functions validate
         # them and answer with the contract's error codes (missing_scope, budget_exceeded...).
@@ -90,19 +92,22 @@ class Api(Construct):
             self.rest_api.root.resource_for_path(route.path).add_method(
                 route.method,
                 apigw.LambdaIntegration(functions[route.function], allow_test_invoke=False),
-                api_key_required=config.require_api_key,
-                authorization_type=apigw.AuthorizationType.NONE,
+                # The key the authorizer names (apiKeySource AUTHORIZER): the usage plan meters it.
+                api_key_required=True,
+                authorizer=self.authorizer,
+                authorization_type=apigw.AuthorizationType.CUSTOM,
                 request_parameters={"method.request.header.Authorization": True},
                 request_validator=validator,
             )
         for path, methods in _methods_by_path(routes).items():
-            _add_method_not_allowed(self.rest_api.root.resource_for_path(path), methods)
-        for response_type, error in _EDGE_ERRORS.items():
+            _add_method_not_allowed(self.rest_api.root.resource_for_path(path), methods,
+                                    self.authorizer)
+        for response_type, error in EDGE_ERRORS.items():
             message = f'"{error.message}"' if error.message else "$context.error.messageString"
             self.rest_api.add_gateway_response(
-                f"{response_type.response_type}Response",
-                type=response_type,
-                status_code=error.status,
+                f"{response_type}Response",
+                type=apigw.ResponseType.of(response_type),
+                status_code=str(error.status),
                 templates={
                     "application/json": (
                         f'{{"error": {{"code": "{error.code}", "message": {message}}}}}'
@@ -113,7 +118,7 @@ class Api(Construct):
         self.usage_plan = self.rest_api.add_usage_plan(
             "DefaultPlan",
             name="haki-default",
-            description="Per-client throttle and daily quota for one x-api-key",
+            description="Per-project throttle and daily quota (the usage key the authorizer names)",
             throttle=apigw.ThrottleSettings(
                 rate_limit=config.key_throttle_rate, burst_limit=config.key_throttle_burst
             ),
@@ -122,33 +127,103 @@ class Api(Construct):
                 apigw.UsagePlanPerApiStage(api=self.rest_api, stage=self.rest_api.deployment_stage)
             ],
         )
-        #: A first usage key; tenants get their own with `aws apigateway create-api-key`.
-        self.default_key = self.rest_api.add_api_key("DefaultKey")
-        self.usage_plan.add_api_key(self.default_key)
+        # A project's usage key is added to this plan when its first hk_ key is made
+        # (docs/deploy.md, "Keys"); the stack creates none.
+        self.web_acl = _web_acl(self, config, self.rest_api) if config.waf else None
+        self.domain = _domain(self, config, self.rest_api) if config.domain_name else None
 
-        reason = (
-            "Tenants authenticate with the hk_ bearer key, verified by the function against "
-            "its sha256 in the same transaction that sets the row-level-security scope (and "
-            "by the same code in local mode); an authorizer would duplicate that check"
+        acknowledge(
+            self.rest_api,
+            "AwsSolutions-COG4",
+            "Tenants authenticate with their hk_ key through the Lambda REQUEST authorizer "
+            "(functions/authorizer); there is no Cognito user pool",
         )
-        acknowledge(self.rest_api, "AwsSolutions-APIG4", reason)
-        acknowledge(self.rest_api, "AwsSolutions-COG4", reason)
         acknowledge(
             self.rest_api,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
             "AmazonAPIGatewayPushToCloudWatchLogs]",
             "The account-level role API Gateway uses to write execution logs; AWS-managed",
         )
-        acknowledge(
-            self.rest_api,
-            "AwsSolutions-APIG3",
-            "No WAF by default (from ~$6/month): the stage throttle, per-key usage plans and "
-            "bearer-key checks bound abuse; attach a web ACL to the stage if needed",
-        )
+        if self.web_acl is None:
+            acknowledge(
+                self.rest_api,
+                "AwsSolutions-APIG3",
+                "No WAF by default (from ~$6/month): the stage throttle, per-project usage "
+                "plans and the key authorizer bound abuse; haki:waf=true attaches one",
+            )
 
     @property
     def url(self) -> str:
         return self.rest_api.url
+
+
+def _web_acl(scope: Construct, config: HakiConfig, api: apigw.RestApi) -> wafv2.CfnWebACL:
+    """A regional web ACL on the stage: the AWS common rule set (its body size rule counting
+    only) and a per-IP rate limit over five minutes."""
+
+    def visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
+        return wafv2.CfnWebACL.VisibilityConfigProperty(
+            cloud_watch_metrics_enabled=True, metric_name=name, sampled_requests_enabled=True)
+
+    rules = [
+        wafv2.CfnWebACL.RuleProperty(
+            name=group,
+            priority=priority,
+            override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
+            statement=wafv2.CfnWebACL.StatementProperty(
+                managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
+                    vendor_name="AWS",
+                    name=group,
+                    rule_action_overrides=[
+                        wafv2.CfnWebACL.RuleActionOverrideProperty(
+                            name=rule, action_to_use=wafv2.CfnWebACL.RuleActionProperty(count={}))
+                        for rule in WAF_COUNT_ONLY
+                    ],
+                )
+            ),
+            visibility_config=visibility(group),
+        )
+        for priority, group in enumerate(WAF_MANAGED_RULES)
+    ]
+    rules.append(wafv2.CfnWebACL.RuleProperty(
+        name="RatePerIp",
+        priority=len(rules),
+        action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+        statement=wafv2.CfnWebACL.StatementProperty(
+            rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                limit=config.waf_rate_limit, aggregate_key_type="IP", evaluation_window_sec=300)
+        ),
+        visibility_config=visibility("RatePerIp"),
+    ))
+    acl = wafv2.CfnWebACL(
+        scope,
+        "WebAcl",
+        scope="REGIONAL",
+        default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+        visibility_config=visibility("haki"),
+        rules=rules,
+    )
+    wafv2.CfnWebACLAssociation(
+        scope, "WebAclAssociation",
+        resource_arn=api.deployment_stage.stage_arn, web_acl_arn=acl.attr_arn)
+    return acl
+
+
+def _domain(scope: Construct, config: HakiConfig, api: apigw.RestApi) -> apigw.DomainName:
+    """The custom domain name, TLS 1.2+, mapped to the stage (its DNS record is the
+    operator's: a CNAME or alias to the domain's regional name)."""
+    assert config.domain_name and config.certificate_arn  # checked by HakiConfig
+    domain = apigw.DomainName(
+        scope,
+        "Domain",
+        domain_name=config.domain_name,
+        certificate=acm.Certificate.from_certificate_arn(
+            scope, "Certificate", config.certificate_arn),
+        endpoint_type=apigw.EndpointType.REGIONAL,
+        security_policy=TLS_POLICY,
+    )
+    domain.add_base_path_mapping(api, stage=api.deployment_stage)
+    return domain
 
 
 def _methods_by_path(routes: tuple[Route, ...]) -> dict[str, list[str]]:
@@ -158,10 +233,12 @@ def _methods_by_path(routes: tuple[Route, ...]) -> dict[str, list[str]]:
     return by_path
 
 
-def _add_method_not_allowed(resource: apigw.IResource, methods: list[str]) -> None:
+def _add_method_not_allowed(resource: apigw.IResource, methods: list[str],
+                            authorizer: apigw.IAuthorizer) -> None:
     """``ANY`` on a routed resource answers every other method with 405 and ``Allow``, as
     the local server does (API Gateway would otherwise say 403 "Missing Authentication
-    Token"). A mock integration: no function runs, nothing is metered."""
+    Token"). A mock integration: no function runs; behind the authorizer and metered like
+    every method, so an unauthenticated caller learns nothing of the routes."""
     allow = ", ".join(methods)
     body = ('{"error": {"code": "method_not_allowed", "message": '
             f'"$context.httpMethod is not allowed here; use {allow}"}}}}')
@@ -176,7 +253,9 @@ def _add_method_not_allowed(resource: apigw.IResource, methods: list[str]) -> No
                 response_templates={"application/json": body},
             )],
         ),
-        authorization_type=apigw.AuthorizationType.NONE,
+        api_key_required=True,
+        authorizer=authorizer,
+        authorization_type=apigw.AuthorizationType.CUSTOM,
         method_responses=[apigw.MethodResponse(
             status_code="405", response_parameters={"method.response.header.Allow": True})],
     )

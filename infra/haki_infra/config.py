@@ -57,6 +57,8 @@ DEFAULT_SIZING: dict[str, FunctionSizing] = {
     "stats": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=10),
     "ingest": FunctionSizing(memory_mb=1769, timeout_s=29, reserved_concurrency=20),
     "memory": FunctionSizing(memory_mb=512, timeout_s=15, reserved_concurrency=10),
+    # One key lookup per key per cache TTL (API Gateway caches its answers).
+    "authorizer": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=8),
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
@@ -86,12 +88,22 @@ class HakiConfig:
     #: Stage-wide throttle (all clients together).
     throttle_rate: float = 100.0
     throttle_burst: int = 200
-    #: Per-API-key throttle and daily quota (the default usage plan).
+    #: Per-project throttle and daily quota (the default usage plan, metering the usage key
+    #: the authorizer names for the caller's project).
     key_throttle_rate: float = 20.0
     key_throttle_burst: int = 40
     key_quota_per_day: int = 200_000
-    #: When false, methods do not ask for ``x-api-key``: only the stage throttle applies.
-    require_api_key: bool = True
+    #: How long API Gateway caches the authorizer's answer for one Authorization value
+    #: (0..3600; 0: every call runs the authorizer). A revoked key is still refused by the
+    #: function within it; only the edge's allow lives this long.
+    authorizer_cache_seconds: int = 300
+    #: Opt-in (from ~$6/month): an AWS WAFv2 web ACL on the stage, with the AWS common rule
+    #: set and a per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes.
+    waf: bool = False
+    waf_rate_limit: int = 2000
+    #: Optional custom domain (with the ARN of its ACM certificate, same region), TLS 1.2+.
+    domain_name: str | None = None
+    certificate_arn: str | None = None
     aggregation_rate_minutes: int = 5
     #: How often the migration function runs its scope-index task (big subjects' own HNSW and
     #: GIN indexes, ``haki.db.scope_indexes``); 0: never (``haki scope-indexes`` by hand).
@@ -120,6 +132,12 @@ class HakiConfig:
         if self.read_replica and self.engine is not Engine.AURORA:
             raise ValueError(f"{PREFIX}read_replica needs {PREFIX}engine=aurora (RDS Proxy "
                              "read-only endpoints exist for Aurora clusters only)")
+        if not 0 <= self.authorizer_cache_seconds <= 3600:
+            raise ValueError(f"{PREFIX}authorizer_cache_seconds must be within 0..3600")
+        if self.waf_rate_limit < 10:
+            raise ValueError(f"{PREFIX}waf_rate_limit must be >= 10 (AWS WAF's minimum)")
+        if bool(self.domain_name) != bool(self.certificate_arn):
+            raise ValueError(f"{PREFIX}domain_name and {PREFIX}certificate_arn go together")
         bad_env = [k for k in self.runtime_env if k not in RUNTIME_ENV_NAMES]
         if bad_env:
             raise ValueError(f"{PREFIX}runtime_env: not runtime settings: {bad_env}")
@@ -208,7 +226,11 @@ _PARSERS: dict[str, Any] = {
     "key_throttle_rate": float,
     "key_throttle_burst": int,
     "key_quota_per_day": int,
-    "require_api_key": _bool,
+    "authorizer_cache_seconds": int,
+    "waf": _bool,
+    "waf_rate_limit": int,
+    "domain_name": _optional_str,
+    "certificate_arn": _optional_str,
     "aggregation_rate_minutes": int,
     "scope_index_rate_minutes": int,
     "log_retention": lambda value: logs.RetentionDays[str(value)],

@@ -46,6 +46,10 @@ SERVICE_FUNCTIONS = (
     ServiceFunction(
         "memory", "memory", "app.handler", Role.APP, "Facts, conflicts, forget (SQL only)"
     ),
+    # The API's REQUEST authorizer: checks the hk_ key, names the project's usage key.
+    ServiceFunction(
+        "authorizer", "authorizer", "app.handler", Role.APP, "API authorizer (hk_ key)"
+    ),
     # The scheduled rollup lives beside the overview handler, reading across projects.
     ServiceFunction(
         "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"
@@ -118,7 +122,8 @@ class HakiStack(Stack):
         for function in self.functions.values():
             function.node.add_dependency(self.migrations.resource)
 
-        api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas)
+        api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas,
+                  authorizer=lambdas["authorizer"])
         FunctionSchedule(
             self,
             "AggregationSchedule",
@@ -155,12 +160,13 @@ class HakiStack(Stack):
         CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API")
         CfnOutput(
             self,
-            "UsageKeyId",
-            value=api.default_key.key_id,
-            description="Id of the first x-api-key (value: aws apigateway get-api-key "
-            "--include-value --api-key <id>)",
+            "UsagePlanId",
+            value=api.usage_plan.usage_plan_id,
+            description="Usage plan a project's usage key joins (docs/deploy.md, Keys)",
         )
-        CfnOutput(self, "UsagePlanId", value=api.usage_plan.usage_plan_id)
+        if api.domain is not None:
+            CfnOutput(self, "DomainTarget", value=api.domain.domain_name_alias_domain_name,
+                      description="Regional name the custom domain's DNS record points to")
         CfnOutput(self, "DatabaseSecretArn", value=database.secret.secret_arn)
         CfnOutput(self, "DatabaseHost", value=database.endpoint.hostname)
         CfnOutput(self, "ProxyEndpoint", value=proxy.endpoint)

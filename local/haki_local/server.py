@@ -49,7 +49,7 @@ from uvicorn.supervisors import Multiprocess
 from haki.errors import HakiError, PayloadTooLarge
 from haki.settings import get_settings
 from haki_aws.errors import CONTENT_TYPE, INTERNAL_MESSAGE, error_body
-from haki_aws.routes import ROUTES, Route
+from haki_aws.routes import EDGE_ERRORS, ROUTES, Route
 from haki_local.console import PREFIX, Console
 from haki_local.embedded import use_embedded_database
 
@@ -64,6 +64,8 @@ HEADER_BYTES = 16 * 1024
 #: How long a stopping worker waits for the requests in flight.
 SHUTDOWN_S = 20
 STAGE = "local"
+#: The account of the local method ARNs the authorizer sees.
+ACCOUNT = "000000000000"
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -125,6 +127,34 @@ def proxy_event(route: Route, request: Request, body: bytes, request_id: str) ->
     }
 
 
+def authorizer_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The REQUEST authorizer event API Gateway sends before a proxy event: the request
+    without its body, and the method's ARN."""
+    arn = (f"arn:aws:execute-api:{STAGE}:{ACCOUNT}:{STAGE}/{STAGE}/{event['httpMethod']}"
+           f"{event['path']}")
+    request = {k: v for k, v in event.items() if k not in ("body", "isBase64Encoded")}
+    return {**request, "type": "REQUEST", "methodArn": arn}
+
+
+def has_authorization(headers: Mapping[str, str] | None) -> bool:
+    """Whether the authorizer's identity source, the Authorization header, is present: API
+    Gateway refuses a request without it before calling the authorizer."""
+    return any(name.lower() == "authorization" and value.strip()
+               for name, value in (headers or {}).items())
+
+
+def allows(answer: Mapping[str, Any]) -> bool:
+    """Whether an authorizer's policy allows the call (an explicit deny wins)."""
+    effects = {s.get("Effect") for s in answer.get("policyDocument", {}).get("Statement", [])}
+    return "Allow" in effects and "Deny" not in effects
+
+
+def edge_response(response_type: str) -> Response:
+    """What the deployed gateway answers itself for ``response_type`` (``EDGE_ERRORS``)."""
+    error = EDGE_ERRORS[response_type]
+    return error_response(error.status, error.code, error.message or error.code)
+
+
 def _grouped(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
     grouped: dict[str, list[str]] = {}
     for name, value in pairs:
@@ -167,42 +197,72 @@ async def read_body(request: Request, timeout_s: float) -> bytes:
 class Resource:
     """The ASGI endpoint of one API Gateway resource path: each method of ``routes`` is
     dispatched to its handler, any other is a 405 (the route table's methods, not Starlette's
-    GET and HEAD)."""
+    GET and HEAD), once authorized like the deployed API's ``ANY`` method."""
 
+    path: str
     routes: Mapping[str, Route]
-    dispatch: Callable[[Route, Request], Awaitable[Response]]
+    dispatch: Callable[[Route, Request, bool], Awaitable[Response]]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         route = self.routes.get(request.method)
         if route is None:
-            raise HTTPException(405, headers={"Allow": ", ".join(self.routes)})
-        response = await self.dispatch(route, request)
+            response = await self.dispatch(Route(request.method, self.path, ""), request, False)
+            if response.status_code < 400:
+                raise HTTPException(405, headers={"Allow": ", ".join(self.routes)})
+        else:
+            response = await self.dispatch(route, request, True)
         await response(scope, receive, send)
 
 
 def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
-               body_timeout_s: float = BODY_TIMEOUT_S) -> Starlette:
-    """The ASGI app serving ``handlers`` (by function name) on their routes, and ``console``."""
+               body_timeout_s: float = BODY_TIMEOUT_S,
+               authorizer: Handler | None = None) -> Starlette:
+    """The ASGI app serving ``handlers`` (by function name) on their routes, and ``console``.
+    With an ``authorizer`` (``functions/authorizer``), every call passes it first, as on the
+    deployed API: no Authorization header or a denied key is the edge's 401, a failing
+    authorizer its 503, and an allowed call's event carries the authorizer's context."""
     lock = asyncio.Lock()
 
     def call(handler: Handler, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         with contextlib.redirect_stdout(io.StringIO()):
             return handler(event, context)
 
-    async def dispatch(route: Route, request: Request) -> Response:
+    def authorize_and_call(route: Route, event: dict[str, Any], request_id: str, routed: bool
+                           ) -> dict[str, Any] | Response:
+        if authorizer is not None:
+            if not has_authorization(event["headers"]):
+                return edge_response("UNAUTHORIZED")
+            try:
+                answer = call(authorizer, authorizer_event(event),
+                              LambdaContext("haki-authorizer", request_id))
+            except Exception:
+                return edge_response("AUTHORIZER_FAILURE")
+            if not allows(answer):
+                return edge_response("ACCESS_DENIED")
+            event["requestContext"]["authorizer"] = {
+                **answer.get("context", {}), "principalId": answer["principalId"]}
+        if not routed:  # authorized: the caller learns the methods of the path (405)
+            return Response(status_code=204)
+        return call(handlers[route.function], event,
+                    LambdaContext(f"haki-{route.function}", request_id))
+
+    async def dispatch(route: Route, request: Request, routed: bool) -> Response:
         body = await read_body(request, body_timeout_s)
         request_id = str(uuid.uuid4())
         event = proxy_event(route, request, body, request_id)
-        context = LambdaContext(f"haki-{route.function}", request_id)
         async with lock:
-            result = await run_in_threadpool(call, handlers[route.function], event, context)
+            result = await run_in_threadpool(authorize_and_call, route, event, request_id,
+                                             routed)
+        if isinstance(result, Response):
+            return result
         return proxy_response(result, request_id)
 
     resources: dict[str, dict[str, Route]] = {}
     for route in ROUTES:
         resources.setdefault(route.path, {})[route.method] = route
-    routes = [WebRoute(path, Resource(methods, dispatch)) for path, methods in resources.items()]
+    routes = [WebRoute(path, Resource(path, methods, dispatch))
+              for path, methods in resources.items()]
     if console is not None:
         async def console_page(request: Request) -> Response:
             return await run_in_threadpool(console.handle, request.url.path,
@@ -251,7 +311,8 @@ def local_app() -> Starlette:
     over the embedded database unless ``HAKI_DATABASE_URL`` names one."""
     settings = get_settings()
     use_embedded_database(settings)
-    return create_app(load_handlers(), Console(settings))
+    return create_app(load_handlers(), Console(settings),
+                      authorizer=import_module("functions.authorizer.app").handler)
 
 
 class ContractH11Protocol(H11Protocol):

@@ -74,3 +74,14 @@ def test_every_function_has_a_sizing_and_reservations_stay_under_the_proxy_budge
     # What API Gateway waits for an integration: a longer timeout only runs after the 504.
     assert all(DEFAULT_SIZING[f.key].timeout_s <= 29 for f in SERVICE_FUNCTIONS
                if f.key != "aggregate")
+
+
+@pytest.mark.parametrize("context", [
+    {"haki:domain_name": "memory.example.com"},  # a domain needs its certificate
+    {"haki:authorizer_cache_seconds": "3601"},   # API Gateway's ceiling is one hour
+    {"haki:waf_rate_limit": "5"},                # AWS WAF's floor is 10
+    {"haki:require_api_key": "true"},            # gone: the hk_ key is the only credential
+])
+def test_edge_settings_out_of_bounds_are_refused(context: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        HakiConfig.from_context(App(context=context).node)

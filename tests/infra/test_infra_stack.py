@@ -45,8 +45,8 @@ def test_cdk_nag_reports_no_unacknowledged_finding(synth: Synth) -> None:
 def test_functions_run_in_the_vpc_with_the_layer_of_their_architecture(synth: Synth) -> None:
     functions = _service_functions(synth)
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
-    # context, inspect, stats, ingest, memory and the migration function.
-    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 6
+    # context, inspect, stats, ingest, memory, the authorizer and the migration function.
+    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 7
     layer_id, layer = _only(synth.resources("AWS::Lambda::LayerVersion"))
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     subnets = set(synth.resources("AWS::EC2::Subnet"))
@@ -265,7 +265,10 @@ def test_api_throttles_per_stage_and_per_key(synth: Synth) -> None:
     _, plan = _only(synth.resources("AWS::ApiGateway::UsagePlan"))
     assert plan["Properties"]["Throttle"] == {"BurstLimit": 40, "RateLimit": 20}
     assert plan["Properties"]["Quota"] == {"Limit": 200000, "Period": "DAY"}
-    synth.template.resource_count_is("AWS::ApiGateway::UsagePlanKey", 1)
+    (stage_ref,) = plan["Properties"]["ApiStages"]
+    assert stage_ref["Stage"] == {"Ref": _only(synth.resources("AWS::ApiGateway::Stage"))[0]}
+    # No shared usage key: a project's own joins the plan when its first key is made.
+    synth.template.resource_count_is("AWS::ApiGateway::ApiKey", 0)
 
 
 def test_edge_errors_keep_the_error_contract(synth: Synth) -> None:

@@ -22,6 +22,8 @@ from haki.db import Database
 from haki.errors import Unauthorized
 
 KEY_PREFIX = "hk_"
+#: Prefix of a project's usage key (the API Gateway API key its calls are metered under).
+USAGE_KEY_PREFIX = "hku_"
 #: What a key can look like. Anything else is refused before hashing (no database round trip).
 _KEY_SHAPE = re.compile(r"^hk_[A-Za-z0-9_-]{20,128}$")
 _UNAUTHORIZED = "a valid API key is required: Authorization: Bearer hk_..."
@@ -41,6 +43,16 @@ class KeyIdentity:
 def hash_key(key: str) -> str:
     """The stored form of a key: sha256, lowercase hex."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def usage_key(project_id: str) -> str:
+    """The value of the API Gateway API key a project's calls are metered under: derived from
+    the project, so every key of a project shares one usage plan entry (its throttle and
+    quota), and nothing needs storing. It is no secret: the deployed API takes it from the
+    authorizer only (``apiKeySource: AUTHORIZER``), never from a caller's header
+    (docs/decisions/2026-12-03-one-credential-authorizer.md)."""
+    digest = hashlib.sha256(f"haki-usage\x00{project_id}".encode()).hexdigest()
+    return USAGE_KEY_PREFIX + digest[:40]
 
 
 def looks_like_key(key: str) -> bool:

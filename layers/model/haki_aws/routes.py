@@ -4,7 +4,8 @@ body limits and the OpenAPI document.
 Each route names the Lambda function (a folder under ``functions/``) that serves it, so the
 deployed API Gateway and the local adapter dispatch the same requests to the same handlers,
 and the largest request body it accepts, which the edge enforces before parsing
-(``haki_aws.gateway``; 413 ``payload_too_large`` beyond). Standard library only: the CDK app
+(``haki_aws.gateway``; 413 ``payload_too_large`` beyond); and the answers the gateway gives
+itself (:data:`EDGE_ERRORS`). Standard library only: the CDK app
 reads it without the runtime's dependencies.
 """
 
@@ -52,3 +53,44 @@ def route_of(method: str | None, path: str | None) -> Route | None:
         if route.method == method and route.path == path:
             return route
     return None
+
+
+#: What a call without a live key is told, at the edge and by the functions alike.
+KEY_REQUIRED = "a valid API key is required: Authorization: Bearer hk_..."
+_RETRY = "the memory store is unavailable, retry shortly"
+
+
+@dataclass(frozen=True)
+class EdgeError:
+    """An answer the gateway gives itself, in the service's ``{"error": {code, message}}``
+    shape."""
+
+    status: int
+    code: str
+    #: ``None`` keeps API Gateway's own message.
+    message: str | None = None
+
+
+#: The gateway's own answers, by API Gateway response type: the deployed API's gateway
+#: responses (``haki_infra.api``), and what the local server answers for the same cases.
+EDGE_ERRORS: dict[str, EdgeError] = {
+    # No Authorization header: refused before the authorizer runs.
+    "UNAUTHORIZED": EdgeError(401, "unauthorized", KEY_REQUIRED),
+    # The authorizer's deny: a malformed, unknown or revoked key.
+    "ACCESS_DENIED": EdgeError(401, "unauthorized", KEY_REQUIRED),
+    # The authorizer failed (the key store unreachable): retry.
+    "AUTHORIZER_FAILURE": EdgeError(503, "service_unavailable", _RETRY),
+    "AUTHORIZER_CONFIGURATION_ERROR": EdgeError(503, "service_unavailable", _RETRY),
+    "BAD_REQUEST_PARAMETERS": EdgeError(401, "unauthorized", KEY_REQUIRED),
+    "THROTTLED": EdgeError(429, "throttled"),
+    "QUOTA_EXCEEDED": EdgeError(429, "quota_exceeded"),
+    # The project's usage key is not in a usage plan (docs/deploy.md, "Keys").
+    "INVALID_API_KEY": EdgeError(
+        403, "invalid_usage_key",
+        "this project's usage key is not registered in a usage plan"),
+    "MISSING_AUTHENTICATION_TOKEN": EdgeError(404, "not_found"),
+    # API Gateway's own 10 MB ceiling; the functions refuse far smaller bodies the same way.
+    "REQUEST_TOO_LARGE": EdgeError(
+        413, "payload_too_large", "request body over API Gateway's 10 MB limit"),
+    "DEFAULT_5XX": EdgeError(503, "service_unavailable"),
+}

@@ -1,0 +1,135 @@
+"""The API's edge, synthesized: one credential (the hk_ key, checked by the REQUEST authorizer,
+which names the usage key the plan meters), the optional WAF, and the TLS policy."""
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from infra_synth import Synth
+
+from haki_aws.routes import EDGE_ERRORS, ROUTES
+
+
+@pytest.fixture(scope="module")
+def default(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
+    return synth_factory({})
+
+
+@pytest.fixture(scope="module")
+def guarded(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
+    # Strings, as `cdk deploy -c key=value` passes them.
+    return synth_factory({
+        "haki:waf": "true",
+        "haki:waf_rate_limit": "500",
+        "haki:authorizer_cache_seconds": "60",
+        "haki:domain_name": "memory.example.com",
+        "haki:certificate_arn": "arn:aws:acm:eu-west-3:123456789012:certificate/abc",
+    })
+
+
+def _one(synth: Synth, resource_type: str) -> tuple[str, dict[str, Any]]:
+    resources = synth.resources(resource_type)
+    assert len(resources) == 1, list(resources)
+    return next(iter(resources.items()))
+
+
+def test_the_rest_api_takes_usage_keys_from_the_authorizer_only(default: Synth) -> None:
+    _, api = _one(default, "AWS::ApiGateway::RestApi")
+    assert api["Properties"]["ApiKeySourceType"] == "AUTHORIZER"
+
+
+def test_the_authorizer_is_the_key_function_cached_per_authorization_header(
+        default: Synth) -> None:
+    _, authorizer = _one(default, "AWS::ApiGateway::Authorizer")
+    props = authorizer["Properties"]
+    assert props["Type"] == "REQUEST"
+    assert props["IdentitySource"] == "method.request.header.Authorization"
+    assert props["AuthorizerResultTtlInSeconds"] == 300
+    function_id = default.logical_id(default.stack.functions["authorizer"].function)
+    uri = str(props["AuthorizerUri"])
+    assert function_id in uri
+    function = default.resources("AWS::Lambda::Function")[function_id]["Properties"]
+    assert function["Handler"] == "app.handler"
+    assert "VpcConfig" in function  # it reaches the key store through the proxy
+
+
+def test_every_method_uses_the_authorizer_and_is_metered(default: Synth) -> None:
+    (authorizer_id, _) = _one(default, "AWS::ApiGateway::Authorizer")
+    methods = default.resources("AWS::ApiGateway::Method").values()
+    # Every route, and the ANY (405) method of every routed path.
+    assert len(methods) == len(ROUTES) + len({r.path for r in ROUTES})
+    for method in methods:
+        props = method["Properties"]
+        assert props["AuthorizationType"] == "CUSTOM", props["HttpMethod"]
+        assert props["AuthorizerId"] == {"Ref": authorizer_id}
+        # Required, and with the AUTHORIZER source it is the authorizer's, never a header.
+        assert props["ApiKeyRequired"] is True
+        assert not any("x-api-key" in name.lower()
+                       for name in props.get("RequestParameters", {}))
+
+
+def test_the_usage_plan_throttles_and_meters_per_key_on_the_stage(default: Synth) -> None:
+    _, plan = _one(default, "AWS::ApiGateway::UsagePlan")
+    assert plan["Properties"]["Throttle"] == {"BurstLimit": 40, "RateLimit": 20}
+    assert plan["Properties"]["Quota"] == {"Limit": 200000, "Period": "DAY"}
+    stage_id, _ = _one(default, "AWS::ApiGateway::Stage")
+    assert plan["Properties"]["ApiStages"][0]["Stage"] == {"Ref": stage_id}
+
+
+def test_a_refused_key_is_401_and_a_failing_authorizer_503(default: Synth) -> None:
+    responses = {r["Properties"]["ResponseType"]: r["Properties"]
+                 for r in default.resources("AWS::ApiGateway::GatewayResponse").values()}
+    for response_type in ("UNAUTHORIZED", "ACCESS_DENIED"):
+        assert responses[response_type]["StatusCode"] == "401"
+        assert '"code": "unauthorized"' in (
+            responses[response_type]["ResponseTemplates"]["application/json"])
+    assert responses["AUTHORIZER_FAILURE"]["StatusCode"] == "503"
+    assert set(responses) == set(EDGE_ERRORS)
+
+
+def test_the_default_endpoint_pins_tls_1_2(default: Synth) -> None:
+    _, api = _one(default, "AWS::ApiGateway::RestApi")
+    assert api["Properties"]["SecurityPolicy"] == "TLS_1_2"
+    default.template.resource_count_is("AWS::ApiGateway::DomainName", 0)
+
+
+def test_no_waf_by_default(default: Synth) -> None:
+    default.template.resource_count_is("AWS::WAFv2::WebACL", 0)
+    default.template.resource_count_is("AWS::WAFv2::WebACLAssociation", 0)
+
+
+def test_guarded_variant_passes_cdk_nag(guarded: Synth) -> None:
+    assert guarded.violations == []
+
+
+def test_waf_guards_the_stage_with_the_common_rules_and_a_rate_limit(guarded: Synth) -> None:
+    acl_id, acl = _one(guarded, "AWS::WAFv2::WebACL")
+    props = acl["Properties"]
+    assert props["Scope"] == "REGIONAL"
+    assert props["DefaultAction"] == {"Allow": {}}
+    rules = {rule["Name"]: rule for rule in props["Rules"]}
+    managed = rules["AWSManagedRulesCommonRuleSet"]["Statement"]["ManagedRuleGroupStatement"]
+    assert managed["VendorName"] == "AWS"
+    # Its 8 KB body rule only counts: batch writes are up to 1 MiB.
+    assert managed["RuleActionOverrides"] == [
+        {"Name": "SizeRestrictions_BODY", "ActionToUse": {"Count": {}}}]
+    rate = rules["RatePerIp"]
+    assert rate["Action"] == {"Block": {}}
+    assert rate["Statement"]["RateBasedStatement"]["Limit"] == 500
+    assert rate["Statement"]["RateBasedStatement"]["AggregateKeyType"] == "IP"
+    _, association = _one(guarded, "AWS::WAFv2::WebACLAssociation")
+    assert association["Properties"]["WebACLArn"] == {"Fn::GetAtt": [acl_id, "Arn"]}
+    stage_id, _ = _one(guarded, "AWS::ApiGateway::Stage")
+    assert stage_id in str(association["Properties"]["ResourceArn"])
+
+
+def test_custom_domain_pins_tls_1_2_and_maps_the_stage(guarded: Synth) -> None:
+    domain_id, domain = _one(guarded, "AWS::ApiGateway::DomainName")
+    props = domain["Properties"]
+    assert props["DomainName"] == "memory.example.com"
+    assert props["SecurityPolicy"] == "TLS_1_2"
+    assert props["RegionalCertificateArn"].endswith(":certificate/abc")
+    _, mapping = _one(guarded, "AWS::ApiGateway::BasePathMapping")
+    assert mapping["Properties"]["DomainName"] == {"Ref": domain_id}
+    _, authorizer = _one(guarded, "AWS::ApiGateway::Authorizer")
+    assert authorizer["Properties"]["AuthorizerResultTtlInSeconds"] == 60
