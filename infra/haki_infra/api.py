@@ -279,6 +279,8 @@ def _access_log_format() -> apigw.AccessLogFormat:
                 "integrationLatency": field.context_integration_latency(),
                 "responseLatency": field.context_response_latency(),
                 "apiKeyId": field.context_identity_api_key_id(),
+                "projectId": field.context_authorizer("project_id"),
+                "authorizerLatency": field.context_authorizer_integration_latency(),
                 "errorType": field.context_error_response_type(),
                 "xrayTraceId": field.context_xray_trace_id(),
             }.items()

@@ -28,3 +28,13 @@ def test_malformed_keys_are_refused_before_any_lookup() -> None:
     for bad in ("", "hk_", "hk_short", "sk_" + "a" * 40, "hk_" + "a" * 40 + " ", "hk_é" * 10,
                 "hk_" + "a" * 200):
         assert not looks_like_key(bad), bad
+
+
+def test_a_projects_usage_key_is_stable_its_own_and_long_enough_for_api_gateway() -> None:
+    from haki.keys import USAGE_KEY_PREFIX, usage_key
+
+    key = usage_key("acme-support")
+    assert key == usage_key("acme-support")
+    assert key != usage_key("acme-support2") and key != usage_key("acme-suppor")
+    assert key.startswith(USAGE_KEY_PREFIX) and 20 <= len(key) <= 128
+    assert "acme" not in key

@@ -6,6 +6,7 @@ import argparse
 from uuid import UUID
 
 from haki.db import Database, Role, database_url
+from haki.keys import usage_key
 from haki.settings import get_settings
 from haki_local.admin import create_key, create_project, list_keys, list_projects, revoke_key
 
@@ -50,6 +51,8 @@ def _create(args: argparse.Namespace) -> int:
     print(f"id:      {new.info.id}")
     print(f"project: {new.info.project_id} (org {new.info.org_id})")
     print(f"key:     {new.key}")
+    print(f"usage key (deployed API's usage plan, once per project): "
+          f"{usage_key(new.info.project_id)}")
     print("Store the key now: it is shown once and only its hash is kept.")
     return 0
 
