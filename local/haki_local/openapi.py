@@ -4,12 +4,15 @@ Each function's resolver describes its own routes (Pydantic request and response
 success status, and the domain errors each route declares with ``haki_aws.errors.responses``);
 the documents are merged into one, completed with what the resolvers do not know: the
 bearer-key security scheme and the errors every route may answer (``{"error": {"code",
-"message"}}``), the 413 of each route with its own body limit (``haki_aws.routes``).
+"message"}}``), the 413 of each route with its own body limit (``haki_aws.routes``), and
+what a client generator needs: a stable ``operationId`` and a tag per operation
+(:data:`OPERATIONS`), an example request body, and the bearer scheme on every operation.
 ``haki openapi`` writes it to ``docs/openapi.json``; a test fails when the committed file is
 out of date.
 """
 
 import json
+from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,55 @@ _EVERY_ROUTE = {
     "500": "internal_error",
     "503": "service_unavailable: the memory store cannot be reached",
 }
+
+
+@dataclass(frozen=True)
+class Operation:
+    #: Stable, generator-friendly name (camelCase): SDK method names derive from it.
+    operation_id: str
+    tag: str
+    #: An example request body (POST), valid against the route's request model.
+    example: dict[str, Any] | None = None
+
+
+#: Tags, in the order a generated client or a reader lists them.
+TAGS: dict[str, str] = {
+    "context": "Assemble the memory for a model call, and explain it afterwards",
+    "memory": "Write and read a subject's events and facts",
+    "conflicts": "Contradicting facts, and settling them",
+    "forget": "Disable or erase a subject's memory or one fact",
+    "stats": "Usage figures of a project",
+}
+_FACT_ID = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+#: Every route's operation, by (method, path) of ``haki_aws.routes.ROUTES``.
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("POST", "/v1/context"): Operation("getContext", "context", {
+        "project_id": "acme-support", "subject_id": "user-42",
+        "query": "Which language does the customer prefer?", "purpose": "support reply",
+        "budget_tokens": 800}),
+    ("GET", "/v1/inspect/{trace_id}"): Operation("inspectTrace", "context"),
+    ("GET", "/v1/stats/overview"): Operation("getStatsOverview", "stats"),
+    ("POST", "/v1/events"): Operation("writeEvents", "memory", {
+        "project_id": "acme-support",
+        "events": [{"subject_id": "user-42", "kind": "message",
+                    "occurred_at": "2026-11-30T09:15:00Z",
+                    "payload": {"role": "user", "text": "Je préfère qu'on me réponde en français."},
+                    "idempotency_key": "chat-981:turn-3"}]}),
+    ("POST", "/v1/facts"): Operation("writeFacts", "memory", {
+        "project_id": "acme-support",
+        "facts": [{"subject_id": "user-42", "predicate": "preferred_language",
+                   "value": "French", "confidence": 0.9}]}),
+    ("GET", "/v1/facts"): Operation("listFacts", "memory"),
+    ("POST", "/v1/facts/{fact_id}/status"): Operation("setFactStatus", "memory", {
+        "project_id": "acme-support", "status": "disabled"}),
+    ("GET", "/v1/conflicts"): Operation("listConflicts", "conflicts"),
+    ("POST", "/v1/conflicts/{conflict_id}/resolve"): Operation("resolveConflict", "conflicts", {
+        "project_id": "acme-support", "keep_fact_id": _FACT_ID}),
+    ("POST", "/v1/forget"): Operation("forget", "forget", {
+        "project_id": "acme-support", "subject_id": "user-42", "mode": "disable"}),
+}
+#: The security scheme every operation requires.
+SECURITY_SCHEME = "apiKey"
 _BODY_ROUTE = {
     "415": "validation_error: request body is not JSON",
 }
@@ -75,8 +127,15 @@ def _is_error_response(response: dict[str, Any]) -> bool:
 
 
 def _complete(operation: dict[str, Any], route: Route) -> None:
-    """Add the errors every route may answer to the operation's own: a status the route
-    already declares (e.g. its own 422 ``unknown_reference``) lists both."""
+    """Name and tag the operation, require the bearer key, give its example body, and add the
+    errors every route may answer to its own: a status the route already declares (e.g. its
+    own 422 ``unknown_reference``) lists both."""
+    described = OPERATIONS[(route.method, route.path)]
+    operation["operationId"] = described.operation_id
+    operation["tags"] = [described.tag]
+    operation["security"] = [{SECURITY_SCHEME: []}]
+    if described.example is not None:
+        operation["requestBody"]["content"][CONTENT_TYPE]["example"] = described.example
     responses = operation["responses"]
     for status, description in _common_errors(route).items():
         declared = responses.get(status)
@@ -106,9 +165,12 @@ def build_openapi() -> dict[str, Any]:
     document["components"] = {
         "schemas": schemas,
         "securitySchemes": {
-            "apiKey": {"type": "http", "scheme": "bearer", "description": "hk_... API key"}},
+            SECURITY_SCHEME: {"type": "http", "scheme": "bearer", "bearerFormat": "hk_...",
+                              "description": "the project's API key, the only credential: "
+                                             "Authorization: Bearer hk_..."}},
     }
-    document["security"] = [{"apiKey": []}]
+    document["security"] = [{SECURITY_SCHEME: []}]
+    document["tags"] = [{"name": name, "description": text} for name, text in TAGS.items()]
     return document
 
 

@@ -1,6 +1,7 @@
 """``docs/openapi.json`` is what the handlers generate: regenerate with ``haki openapi``."""
 
 import json
+import re
 
 from haki.errors import HakiError
 from haki_aws.routes import ROUTES
@@ -77,3 +78,54 @@ def _api_errors(base: type) -> set[type]:
         if (sub.status < 500 or sub.status == 503) and sub.api:
             found.add(sub)
     return found
+
+
+#: The request model of each operation with a body, to check its example against.
+def _request_models() -> dict[str, type]:
+    from haki.memory.api import (
+        EventsRequest,
+        FactsRequest,
+        FactStatusRequest,
+        ForgetRequest,
+        ResolveRequest,
+    )
+    from haki.models import ContextRequest
+
+    return {model.__name__: model for model in (ContextRequest, EventsRequest, FactsRequest,
+                                                 FactStatusRequest, ResolveRequest,
+                                                 ForgetRequest)}
+
+
+def test_every_operation_is_named_tagged_and_requires_the_bearer_key() -> None:
+    document = build_openapi()
+    schemes = document["components"]["securitySchemes"]
+    declared_tags = {tag["name"] for tag in document["tags"]}
+    names = []
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            where = f"{method.upper()} {path}"
+            name = operation.get("operationId", "")
+            # Readable: camelCase words, no generated path or method suffix.
+            assert re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", name), (where, name)
+            assert "_" not in name and "v1" not in name.lower(), (where, name)
+            names.append(name)
+            (tag,) = operation.get("tags", [None])
+            assert tag in declared_tags, where
+            assert operation.get("security"), where
+            for requirement in operation["security"]:
+                (scheme,) = requirement
+                assert schemes[scheme] == {**schemes[scheme], "type": "http",
+                                           "scheme": "bearer"}, where
+    assert len(names) == len(set(names)) == len(ROUTES)
+
+
+def test_every_request_body_has_an_example_its_model_accepts() -> None:
+    models = _request_models()
+    for path, methods in build_openapi()["paths"].items():
+        for method, operation in methods.items():
+            if "requestBody" not in operation:
+                continue
+            content = operation["requestBody"]["content"]["application/json"]
+            model = models[content["schema"]["$ref"].rsplit("/", 1)[-1]]
+            assert "example" in content, f"{method.upper()} {path}"
+            model.model_validate(content["example"])

@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** A subject's conflict sets, oldest first */
-        get: operations["get_conflicts_v1_conflicts_get"];
+        get: operations["listConflicts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -31,7 +31,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Keep one fact of an open conflict set, supersede the others */
-        post: operations["post_resolve_v1_conflicts__conflict_id__resolve_post"];
+        post: operations["resolveConflict"];
         delete?: never;
         options?: never;
         head?: never;
@@ -48,7 +48,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Assemble the context packet for a subject */
-        post: operations["post_context_v1_context_post"];
+        post: operations["getContext"];
         delete?: never;
         options?: never;
         head?: never;
@@ -65,7 +65,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Store a batch of events (episodes), idempotently */
-        post: operations["post_events_v1_events_post"];
+        post: operations["writeEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -80,10 +80,10 @@ export interface paths {
             cookie?: never;
         };
         /** A subject's facts of one status, oldest recorded first */
-        get: operations["get_facts_v1_facts_get"];
+        get: operations["listFacts"];
         put?: never;
         /** Write a batch of facts through the rules of their key */
-        post: operations["post_facts_v1_facts_post"];
+        post: operations["writeFacts"];
         delete?: never;
         options?: never;
         head?: never;
@@ -100,7 +100,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Move a fact along the lifecycle graph */
-        post: operations["post_fact_status_v1_facts__fact_id__status_post"];
+        post: operations["setFactStatus"];
         delete?: never;
         options?: never;
         head?: never;
@@ -117,7 +117,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Disable or erase a subject's memory or one fact */
-        post: operations["post_forget_v1_forget_post"];
+        post: operations["forget"];
         delete?: never;
         options?: never;
         head?: never;
@@ -132,7 +132,7 @@ export interface paths {
             cookie?: never;
         };
         /** The packet and decision trace of a context call */
-        get: operations["get_inspect_v1_inspect__trace_id__get"];
+        get: operations["inspectTrace"];
         put?: never;
         post?: never;
         delete?: never;
@@ -149,7 +149,7 @@ export interface paths {
             cookie?: never;
         };
         /** Usage overview of a project (optionally one subject) */
-        get: operations["get_overview_v1_stats_overview_get"];
+        get: operations["getStatsOverview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -691,7 +691,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    get_conflicts_v1_conflicts_get: {
+    listConflicts: {
         parameters: {
             query: {
                 project_id: string;
@@ -763,7 +763,7 @@ export interface operations {
             };
         };
     };
-    post_resolve_v1_conflicts__conflict_id__resolve_post: {
+    resolveConflict: {
         parameters: {
             query?: never;
             header?: never;
@@ -775,6 +775,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "keep_fact_id": "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+                 *       "project_id": "acme-support"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ResolveRequest"];
             };
         };
@@ -871,7 +877,7 @@ export interface operations {
             };
         };
     };
-    post_context_v1_context_post: {
+    getContext: {
         parameters: {
             query?: never;
             header?: never;
@@ -880,6 +886,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "budget_tokens": 800,
+                 *       "project_id": "acme-support",
+                 *       "purpose": "support reply",
+                 *       "query": "Which language does the customer prefer?",
+                 *       "subject_id": "user-42"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ContextRequest"];
             };
         };
@@ -958,7 +973,7 @@ export interface operations {
             };
         };
     };
-    post_events_v1_events_post: {
+    writeEvents: {
         parameters: {
             query?: never;
             header?: never;
@@ -967,6 +982,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "events": [
+                 *         {
+                 *           "idempotency_key": "chat-981:turn-3",
+                 *           "kind": "message",
+                 *           "occurred_at": "2026-11-30T09:15:00Z",
+                 *           "payload": {
+                 *             "role": "user",
+                 *             "text": "Je préfère qu'on me réponde en français."
+                 *           },
+                 *           "subject_id": "user-42"
+                 *         }
+                 *       ],
+                 *       "project_id": "acme-support"
+                 *     }
+                 */
                 "application/json": components["schemas"]["EventsRequest"];
             };
         };
@@ -1054,7 +1086,7 @@ export interface operations {
             };
         };
     };
-    get_facts_v1_facts_get: {
+    listFacts: {
         parameters: {
             query: {
                 project_id: string;
@@ -1127,7 +1159,7 @@ export interface operations {
             };
         };
     };
-    post_facts_v1_facts_post: {
+    writeFacts: {
         parameters: {
             query?: never;
             header?: never;
@@ -1136,6 +1168,19 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "facts": [
+                 *         {
+                 *           "confidence": 0.9,
+                 *           "predicate": "preferred_language",
+                 *           "subject_id": "user-42",
+                 *           "value": "French"
+                 *         }
+                 *       ],
+                 *       "project_id": "acme-support"
+                 *     }
+                 */
                 "application/json": components["schemas"]["FactsRequest"];
             };
         };
@@ -1223,7 +1268,7 @@ export interface operations {
             };
         };
     };
-    post_fact_status_v1_facts__fact_id__status_post: {
+    setFactStatus: {
         parameters: {
             query?: never;
             header?: never;
@@ -1235,6 +1280,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "project_id": "acme-support",
+                 *       "status": "disabled"
+                 *     }
+                 */
                 "application/json": components["schemas"]["FactStatusRequest"];
             };
         };
@@ -1322,7 +1373,7 @@ export interface operations {
             };
         };
     };
-    post_forget_v1_forget_post: {
+    forget: {
         parameters: {
             query?: never;
             header?: never;
@@ -1331,6 +1382,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "mode": "disable",
+                 *       "project_id": "acme-support",
+                 *       "subject_id": "user-42"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ForgetRequest"];
             };
         };
@@ -1418,7 +1476,7 @@ export interface operations {
             };
         };
     };
-    get_inspect_v1_inspect__trace_id__get: {
+    inspectTrace: {
         parameters: {
             query: {
                 project_id: string;
@@ -1498,7 +1556,7 @@ export interface operations {
             };
         };
     };
-    get_overview_v1_stats_overview_get: {
+    getStatsOverview: {
         parameters: {
             query: {
                 project_id: string;
