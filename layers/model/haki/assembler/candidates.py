@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from haki.text import event_body, event_text, fact_text
+from haki.text import event_body, event_text, fact_text, speaker
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +70,11 @@ class EpisodeCandidate:
         """The packet's excerpt: ``kind: body`` or the body alone, cut at ``max_chars``."""
         text = event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
         return text[:max_chars]
+
+    @property
+    def speaker(self) -> tuple[str | None, str | None]:
+        """A message's role and name (``haki.text.speaker``)."""
+        return speaker(self.payload)
 
 
 @dataclass(frozen=True, slots=True)

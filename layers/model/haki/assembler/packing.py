@@ -139,9 +139,10 @@ class Packer:
         tokens = estimate_tokens(excerpt)
         action, reason = self._admit(tokens, episode.distance, gated, included_reason)
         if action == "included":
+            role, name = episode.speaker
             self.episodes.append(PacketEpisode(
                 event_id=episode.id, kind=episode.kind,
-                occurred_at=episode.occurred_at, excerpt=excerpt))
+                occurred_at=episode.occurred_at, excerpt=excerpt, role=role, name=name))
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=None, event_id=episode.id, action=action, reason_code=reason,
