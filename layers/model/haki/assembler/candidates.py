@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from haki.text import event_body, event_text, fact_text
+from haki.text import event_body, event_text, fact_text, speaker
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,11 @@ class EpisodeCandidate:
     def text(self, *, with_kind: bool = True) -> str:
         """What an excerpt is cut from: ``kind: body`` or the body alone."""
         return event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
+
+    @property
+    def speaker(self) -> tuple[str | None, str | None]:
+        """A message's role and name (``haki.text.speaker``)."""
+        return speaker(self.payload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,9 +145,10 @@ class Packer:
         if action == "included":
             excerpt = (self.focus.excerpt(text, self.excerpt_chars) if self.focus
                        else text[:self.excerpt_chars])
+            role, name = episode.speaker
             self.episodes.append(PacketEpisode(
                 event_id=episode.id, kind=episode.kind,
-                occurred_at=episode.occurred_at, excerpt=excerpt))
+                occurred_at=episode.occurred_at, excerpt=excerpt, role=role, name=name))
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=None, event_id=episode.id, action=action, reason_code=reason,
