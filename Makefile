@@ -58,7 +58,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]' -e 'clients/python[dev]'
+	$(PY) -m pip install -q -e '.[dev]' -e 'clients/python[dev,langchain]'
 	touch $@
 
 # ruff, the static types ([tool.mypy] of pyproject.toml), then the layering contract of

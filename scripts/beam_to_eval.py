@@ -95,6 +95,18 @@ def _messages(batches: Sequence[dict[str, Any]]) -> Iterator[tuple[dict[str, Any
                 step += 1
 
 
+#: Where each ability keeps its reference answer.
+ANSWER_FIELDS = ("answer", "ideal_answer", "ideal_summary", "expected_compliance")
+
+
+def _answer(item: dict[str, Any]) -> dict[str, str]:
+    """The question's reference answer as the ``answer`` field, when it has one."""
+    for name in ANSWER_FIELDS:
+        if item.get(name):
+            return {"answer": str(item[name])}
+    return {}
+
+
 def _uuid(subject: str, message_id: int) -> str:
     return str(uuid.uuid5(NAMESPACE, f"{subject}/{message_id}"))
 
@@ -131,6 +143,7 @@ def convert_chat(folder: Path, counts: Counts) -> dict[str, list[dict[str, Any]]
                 continue
             queries.append({"project_id": PROJECT, "subject_id": subject,
                             "query": item["question"], "category": ability,
+                            **_answer(item),
                             "expected_event_ids": expected})
     counts.chats += 1
     counts.events += len(events)

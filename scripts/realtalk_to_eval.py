@@ -171,6 +171,7 @@ def convert_chat(raw: dict[str, Any], subject: str, counts: Counts, *,
             "project_id": PROJECT,
             "subject_id": subject,
             "query": qa["question"],
+            **({"answer": str(qa["answer"])} if qa.get("answer") else {}),
             "category": CATEGORIES.get(category, f"category-{category}"),
             "expected_event_ids": [_uuid(subject, dia_id) for dia_id in turns],
         })

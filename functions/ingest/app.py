@@ -55,13 +55,14 @@ def _log_batch(project_id: str, subjects: set[str]) -> None:
     logger.append_keys(subjects=len(subjects))
 
 
-@app.post("/v1/events", summary="Store a batch of events (episodes), idempotently",
+@app.post("/v1/events",
+          summary="Store a batch of events (episodes) or of conversation messages, idempotently",
           status_code=HTTPStatus.CREATED,
           responses=responses(HTTPStatus.CREATED, IdempotencyConflict, PayloadTooLarge))
 @traced
 def post_events(request: EventsRequest) -> EventsResponse:
     project_id = key_scope(app, request.project_id)
-    _log_batch(project_id, {e.subject_id for e in request.events})
+    _log_batch(project_id, request.subjects())
     written = ingest_events(db, embedder(), project_id, request)
     replays = sum(e.deduplicated for e in written.events)
     record_writes({"EventsStored": len(written.events) - replays, "EventsDeduplicated": replays})

@@ -7,6 +7,13 @@ its scope, the question and the ids that a good packet must cover. Coverage rule
 - an expected **event** is covered when it is an episode of the packet, or cited in the
   ``source_event_ids`` of a packet fact (the fact carries the episode's evidence).
 
+Recall counts ids; the **content** measure checks that what was served still holds the evidence,
+so that shorter excerpts cannot buy recall by dropping it. For an expected event, the evidence
+is the sentence of its text (cut in pieces of at most :data:`EVIDENCE_CHARS`) that shares the
+most words with the question and its reference ``answer`` (when the set has one); the event's
+evidence is carried when a served excerpt holds that sentence, or when a packet fact cites the
+event. An expected fact is carried when served. ``content_recall`` is the share carried.
+
 A query with no expected id is a *negative* query (nothing in memory answers it): it does not
 count in the recall figures; the share of negatives that still received facts is reported, and
 is what a recall floor should bring down. A query may name a ``category`` (e.g. multi-hop,
@@ -22,6 +29,7 @@ one listed but not covered by packing (the budget ran out above it).
 """
 
 import json
+import re
 import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from tqdm import tqdm
 
 from haki.assembler import Assembly, RetrievalConfig, assemble
+from haki.assembler.config import STOPWORDS
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
 from haki.db.connection import acting_for
@@ -54,6 +63,7 @@ from haki.models import (
     InspectResponse,
 )
 from haki.settings import Settings
+from haki.text import event_body
 from haki_local.admin import tenant_keys
 from haki_local.baselines import SeedConfig, assemble_seed
 from haki_local.documents import MemoryDocument, parse_document_text
@@ -71,6 +81,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "equal_arm_weights": {"rrf_weight_vector": 1.0},
     # The vector arm's depth fixed at 128 whatever the budget.
     "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
+    # Every episode served from its first characters, not from the window holding the
+    # question's terms.
+    "first_chars_excerpts": {"query_excerpts": False},
     # The simple baseline: the nearest facts and episodes by cosine alone, packed the same way.
     "dense_only": {"use_text_arm": False, "use_neighbours": False},
 }
@@ -87,6 +100,9 @@ class EvalQuery(BaseModel):
     expected_event_ids: list[UUID] = Field(default_factory=list)
     expected_fact_ids: list[UUID] = Field(default_factory=list)
     category: str | None = Field(default=None, min_length=1, max_length=64)
+    #: The reference answer, when the data has one: it helps find the evidence sentence of
+    #: the content measure, nothing else.
+    answer: str | None = None
 
     @property
     def expected(self) -> int:
@@ -128,12 +144,51 @@ def coverage(query: EvalQuery, packet: ContextPacket) -> int:
             + sum(1 for i in query.expected_event_ids if i in event_ids))
 
 
+#: The content measure's evidence pieces are sentences or lines cut at this many characters.
+EVIDENCE_CHARS = 200
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS}
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def evidence_sentence(text: str, query: EvalQuery) -> str:
+    """The piece of ``text`` (a sentence or line, at most :data:`EVIDENCE_CHARS`) sharing
+    the most words with the question and its answer; the first piece on a tie."""
+    pieces = [_normal(part[i:i + EVIDENCE_CHARS])
+              for part in _SENTENCE_END.split(text) if part.strip()
+              for i in range(0, len(part), EVIDENCE_CHARS)]
+    pieces = [p for p in pieces if p] or [_normal(text)]
+    wanted = _words(f"{query.query} {query.answer or ''}")
+    return max(pieces, key=lambda piece: len(wanted & _words(piece)))
+
+
+def carried(query: EvalQuery, packet: ContextPacket, texts: Mapping[UUID, str]) -> int:
+    """How many of the query's expected items the packet carries the content of (rules in
+    the module doc)."""
+    fact_ids = {f.id for f in packet.facts}
+    cited = {e for f in packet.facts for e in f.source_event_ids}
+    served = {e.event_id: _normal(e.excerpt) for e in packet.episodes}
+    return (sum(1 for i in query.expected_fact_ids if i in fact_ids)
+            + sum(1 for i in query.expected_event_ids
+                  if i in cited or (i in served and i in texts
+                                    and evidence_sentence(texts[i], query) in served[i])))
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One question answered by the assembler."""
 
     query: EvalQuery
     covered: int
+    #: Expected items whose content the packet carries (``carried``).
+    carried: int
     token_count: int
     latency_ms: float
     facts_served: int
@@ -176,6 +231,8 @@ class Evaluator:
         self.budget = budget
         self.config = RetrievalConfig.from_settings(settings)
         self.progress = progress
+        #: The text of every event of the set, for the content measure.
+        self.texts = {e.id: event_body(e.payload) for e in labelled.document.events if e.id}
         self.vectors = [embedder.embed_query(q.query) for q in
                         tqdm(labelled.queries, desc="embed questions", unit="q",
                              disable=not progress, file=sys.stderr)]
@@ -202,7 +259,8 @@ class Evaluator:
                 result = self._assemble(request, vector, config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
-                q, coverage(q, packet), result.response.token_count,
+                q, coverage(q, packet), carried(q, packet, self.texts),
+                result.response.token_count,
                 result.timings_ms["total"], result.facts_served,
                 result.episodes_served, result.response.trace_id))
         return outcomes
@@ -250,8 +308,10 @@ def evaluation_keys(owner: Database, labelled: LabelledSet) -> dict[str, str]:
 
 def _recall(positive: Sequence[Outcome]) -> dict[str, object]:
     recalls = [o.covered / o.query.expected for o in positive]
+    content = [o.carried / o.query.expected for o in positive]
     return {
         "mean_recall": round(float(np.mean(recalls)), 4) if recalls else None,
+        "content_recall": round(float(np.mean(content)), 4) if content else None,
         "fully_covered": round(
             sum(o.covered == o.query.expected for o in positive) / len(positive), 4)
         if positive else None,

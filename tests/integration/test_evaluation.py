@@ -14,7 +14,15 @@ from haki.errors import ValidationFailed
 from haki.models import ContextPacket, PacketEpisode, PacketFact
 from haki.settings import Settings
 from haki_local.cli import build_parser
-from haki_local.evaluation import ABLATIONS, EvalQuery, coverage, evaluate, load_labelled_set
+from haki_local.evaluation import (
+    ABLATIONS,
+    EvalQuery,
+    carried,
+    coverage,
+    evaluate,
+    evidence_sentence,
+    load_labelled_set,
+)
 
 SCOPE = {"project_id": "eval-test", "subject_id": "camille"}
 LANG_EVENT, PARCEL_EVENT = uuid.uuid4(), uuid.uuid4()
@@ -46,6 +54,37 @@ def test_coverage_counts_packet_facts_episodes_and_cited_sources() -> None:
     # A fact id is never covered by an episode, nor an event by a fact of the same id.
     assert coverage(EvalQuery(**SCOPE, query="q", expected_fact_ids=[as_episode]), packet) == 0
     assert coverage(EvalQuery(**SCOPE, query="q", expected_event_ids=[fact]), packet) == 0
+
+
+NTP_MESSAGE = ("Thanks for the review of the chat server. I added error handling to the socket "
+               "handlers.\nI never synchronized the server clock with an NTP service, so the "
+               "timestamps drift. The rest of the code is unchanged.")
+
+
+def test_the_evidence_sentence_is_the_one_sharing_most_words_with_question_and_answer() -> None:
+    query = EvalQuery(**SCOPE, query="Have I ever synchronized my server time with NTP?")
+    assert evidence_sentence(NTP_MESSAGE, query).startswith("I never synchronized the server")
+    # The answer's words count too: here they point at another sentence.
+    answered = EvalQuery(**SCOPE, query="What did I add?", answer="error handling to the socket")
+    assert evidence_sentence(NTP_MESSAGE, answered).startswith("I added error handling")
+
+
+def test_content_is_carried_by_an_excerpt_holding_the_evidence_or_a_citing_fact() -> None:
+    served, cut, cited, absent = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    texts = {i: NTP_MESSAGE for i in (served, cut, cited, absent)}
+    packet = _packet(
+        [PacketFact(id=LANG_FACT, predicate="p", value="v", confidence=None, valid_from=None,
+                    source_event_ids=[cited])],
+        [PacketEpisode(event_id=served, kind="k", occurred_at=WHEN,
+                       excerpt="…I never synchronized the server clock with an NTP service, "
+                               "so the  timestamps drift."),
+         PacketEpisode(event_id=cut, kind="k", occurred_at=WHEN, excerpt=NTP_MESSAGE[:60])])
+    query = EvalQuery(**SCOPE, query="Have I ever synchronized my server time with NTP?",
+                      expected_event_ids=[served, cut, cited, absent],
+                      expected_fact_ids=[LANG_FACT])
+    # Covered: served, cut, cited, the fact; carried: not the excerpt cut before the evidence.
+    assert coverage(query, packet) == 4
+    assert carried(query, packet, texts) == 3
 
 
 def _labelled(tmp_path: Path) -> Path:
@@ -100,8 +139,10 @@ def test_evaluate_reports_each_budget_preset_and_ablation(
     assert run["gold_ranks"]["items"] == 3 and run["gold_ranks"]["covered"] == 1.0
     # Per category: the language questions and the parcel one.
     assert run["by_category"] == {
-        "language": {"queries": 2, "mean_recall": 1.0, "fully_covered": 1.0},
-        "parcel": {"queries": 1, "mean_recall": 1.0, "fully_covered": 1.0}}
+        "language": {"queries": 2, "mean_recall": 1.0, "content_recall": 1.0,
+                     "fully_covered": 1.0},
+        "parcel": {"queries": 1, "mean_recall": 1.0, "content_recall": 1.0,
+                   "fully_covered": 1.0}}
     assert run["seed"]["mean_recall"] == 1.0
     ablations = run["ablations"]
     assert set(ablations) == set(ABLATIONS)

@@ -85,14 +85,6 @@ class EventWritten(Model):
     id: UUID
 
 
-class EventsRequest(Model):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    events: list[EventIn]
-    project_id: str
-
-
 class EventsResponse(Model):
     events: list[EventWritten]
 
@@ -184,11 +176,33 @@ class ForgetResponse(Model):
     target: Literal["subject", "fact"]
 
 
+class MessageIn(Model):
+    """
+    A message of a conversation, stored as a ``conversation.message`` event whose payload
+    is ``{"role", "name" (when given), "text"}``. Idempotent per message: its event id is
+    ``id`` when given, else derived from the subject and ``message_id``, else from the subject,
+    the speaker, the content and ``occurred_at``; one of the three is required, so that a
+    retried call never stores a message twice.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    content: str
+    id: UUID | None = None
+    message_id: str | None = None
+    name: str | None = None
+    occurred_at: AwareDatetime | None = None
+    role: Literal["user", "assistant", "system", "tool"]
+
+
 class PacketEpisode(Model):
     event_id: UUID
     excerpt: str
     kind: str
+    name: str | None = None
     occurred_at: AwareDatetime
+    role: str | None = None
 
 
 class PacketFact(Model):
@@ -281,6 +295,21 @@ class ContextResponse(ContextResponseModel):
 
 class Error(Model):
     error: ErrorDetail
+
+
+class EventsRequest(Model):
+    """
+    A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
+    conversation): one of the two lists.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    events: list[EventIn] | None = None
+    messages: list[MessageIn] | None = None
+    project_id: str
+    subject_id: str | None = None
 
 
 class FactPage(Model):

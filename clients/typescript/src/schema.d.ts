@@ -64,7 +64,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Store a batch of events (episodes), idempotently */
+        /** Store a batch of events (episodes) or of conversation messages, idempotently */
         post: operations["writeEvents"];
         delete?: never;
         options?: never;
@@ -321,12 +321,20 @@ export interface components {
              */
             id: string;
         };
-        /** EventsRequest */
+        /**
+         * EventsRequest
+         * @description A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
+         *     conversation): one of the two lists.
+         */
         EventsRequest: {
             /** Events */
-            events: components["schemas"]["EventIn"][];
+            events?: components["schemas"]["EventIn"][] | null;
+            /** Messages */
+            messages?: components["schemas"]["MessageIn"][] | null;
             /** Project Id */
             project_id: string;
+            /** Subject Id */
+            subject_id?: string | null;
         };
         /** EventsResponse */
         EventsResponse: {
@@ -542,6 +550,31 @@ export interface components {
              */
             trace_id: string;
         };
+        /**
+         * MessageIn
+         * @description A message of a conversation, stored as a ``conversation.message`` event whose payload
+         *     is ``{"role", "name" (when given), "text"}``. Idempotent per message: its event id is
+         *     ``id`` when given, else derived from the subject and ``message_id``, else from the subject,
+         *     the speaker, the content and ``occurred_at``; one of the three is required, so that a
+         *     retried call never stores a message twice.
+         */
+        MessageIn: {
+            /** Content */
+            content: string;
+            /** Id */
+            id?: string | null;
+            /** Message Id */
+            message_id?: string | null;
+            /** Name */
+            name?: string | null;
+            /** Occurred At */
+            occurred_at?: string | null;
+            /**
+             * Role
+             * @enum {string}
+             */
+            role: "user" | "assistant" | "system" | "tool";
+        };
         /** PacketEpisode */
         PacketEpisode: {
             /**
@@ -553,11 +586,15 @@ export interface components {
             excerpt: string;
             /** Kind */
             kind: string;
+            /** Name */
+            name?: string | null;
             /**
              * Occurred At
              * Format: date-time
              */
             occurred_at: string;
+            /** Role */
+            role?: string | null;
         };
         /** PacketFact */
         PacketFact: {

@@ -122,6 +122,10 @@ class PacketEpisode(_Strict):
     kind: str
     occurred_at: datetime
     excerpt: str
+    #: A message's speaker: its role (user, assistant, system, tool) and optional name; both
+    #: None for an episode that is not a message.
+    role: str | None = None
+    name: str | None = None
 
 
 class ContextPacket(_Strict):

@@ -20,6 +20,7 @@ import psycopg
 from haki.assembler import arms
 from haki.assembler.candidates import Ranked
 from haki.assembler.config import RetrievalConfig
+from haki.assembler.excerpt import ExcerptFocus
 from haki.assembler.fusion import fuse, neighbour_sources, propagate
 from haki.assembler.packing import Packer
 from haki.assembler.trace import new_trace_id, write_trace
@@ -62,6 +63,8 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
         packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
                         excerpt_chars=config.excerpt_chars,
                         excerpt_with_kind=config.excerpt_with_kind,
+                        focus=(ExcerptFocus.of(request.query, config.stopwords)
+                               if config.query_excerpts else None),
                         subject_disabled=disabled)
         packer.add_fused(_rank(candidates, config))
         timings = {"embed": embed_ms}

@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from haki.text import event_body, event_text, fact_text
+from haki.text import event_body, event_text, fact_text, speaker
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +66,14 @@ class EpisodeCandidate:
     def similarity(self) -> float:
         return 1.0 - self.distance
 
-    def excerpt(self, max_chars: int, *, with_kind: bool = True) -> str:
-        """The packet's excerpt: ``kind: body`` or the body alone, cut at ``max_chars``."""
-        text = event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
-        return text[:max_chars]
+    def text(self, *, with_kind: bool = True) -> str:
+        """What an excerpt is cut from: ``kind: body`` or the body alone."""
+        return event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
+
+    @property
+    def speaker(self) -> tuple[str | None, str | None]:
+        """A message's role and name (``haki.text.speaker``)."""
+        return speaker(self.payload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,16 @@ be able to close the block, open a forged one, or add lines that look like the b
 Every memory text is put on one line (line breaks of any kind become spaces, other control
 characters are dropped) and its angle brackets become the look-alike ‹ › , so no tag can be
 formed from memory, whatever its case or spacing.
+
+Each episode says when it happened, in UTC to the minute (``2025-06-28 09:14Z``), and, for a
+message, who said it: its role and, when given, the speaker's name (``user (Ana):``). A
+speaker's name is memory too and is made safe like any other text.
 """
 
 import re
+from datetime import UTC, datetime
 
-from haki.models import ContextPacket
+from haki.models import ContextPacket, PacketEpisode
 from haki.text import fact_text
 
 #: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters.
@@ -46,6 +51,19 @@ def render_packet(packet: ContextPacket) -> str:
     if packet.episodes:
         lines.append("Episodes:")
         for episode in packet.episodes:
-            lines.append(f"- [{episode.occurred_at.isoformat()}] {inline(episode.excerpt)}")
+            lines.append(f"- [{minute(episode.occurred_at)}] {said(episode)}")
     lines.append("</haki_memory>")
     return "\n".join(lines)
+
+
+def minute(moment: datetime) -> str:
+    """``2025-06-28 09:14Z``: the moment in UTC, to the minute."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ")
+
+
+def said(episode: PacketEpisode) -> str:
+    """``user (Ana): text`` for a message, the text alone for any other episode."""
+    if episode.role is None:
+        return inline(episode.excerpt)
+    who = f"{episode.role} ({episode.name})" if episode.name else episode.role
+    return f"{inline(who)}: {inline(episode.excerpt)}"

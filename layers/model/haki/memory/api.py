@@ -23,8 +23,15 @@ from pydantic import (
 )
 
 from haki.errors import ForbiddenScope
-from haki.models import SCOPE_MAX_CHARS, SCOPE_PATTERN, FactStatus, Timestamp, Volatility
-from haki.text import value_text
+from haki.models import (
+    SCOPE_MAX_CHARS,
+    SCOPE_PATTERN,
+    FactStatus,
+    Label,
+    Timestamp,
+    Volatility,
+)
+from haki.text import MessageRole, value_text
 
 # --------------------------------------------------------------------------- limits
 #: Records per ``POST /v1/events`` or ``POST /v1/facts`` (422 beyond).
@@ -47,6 +54,9 @@ MAX_FACT_VALUE_CHARS = 2_000
 MAX_PREDICATE_CHARS = 256
 MAX_KIND_CHARS = 128
 MAX_IDEMPOTENCY_KEY_CHARS = 128
+#: A message's speaker name and client message id.
+MAX_SPEAKER_NAME_CHARS = 128
+MAX_MESSAGE_ID_CHARS = 128
 MAX_SOURCE_EVENT_IDS = 100
 #: Rows per page of the listings; the default when ``limit`` is absent.
 MAX_PAGE = 200
@@ -153,8 +163,65 @@ class EventIn(_Body):
         return self
 
 
+#: The kind of the event a message is stored as.
+MESSAGE_KIND = "conversation.message"
+
+
+class MessageIn(_Body):
+    """A message of a conversation, stored as a ``conversation.message`` event whose payload
+    is ``{"role", "name" (when given), "text"}``. Idempotent per message: its event id is
+    ``id`` when given, else derived from the subject and ``message_id``, else from the subject,
+    the speaker, the content and ``occurred_at``; one of the three is required, so that a
+    retried call never stores a message twice."""
+
+    role: MessageRole
+    content: Annotated[str, Field(min_length=1), AfterValidator(_json_storable)]
+    #: The speaker's name (``Ana``, a tool's name), shown beside the role.
+    name: Annotated[Label, Field(min_length=1, max_length=MAX_SPEAKER_NAME_CHARS)] | None = None
+    occurred_at: Timestamp | None = None
+    id: UUID | None = None
+    #: The client's own id of the message (unique within the subject).
+    message_id: Annotated[
+        Label, Field(min_length=1, max_length=MAX_MESSAGE_ID_CHARS)] | None = None
+
+    @model_validator(mode="after")
+    def _identified(self) -> Self:
+        if self.id is not None and self.message_id is not None:
+            raise ValueError("give either id or message_id, not both")
+        if self.id is None and self.message_id is None and self.occurred_at is None:
+            raise ValueError(
+                "a message needs id, message_id or occurred_at, so that a retry is "
+                "recognised")
+        return self
+
+    def payload(self) -> dict[str, Any]:
+        """The stored payload: the speaker and the text."""
+        speaker = {"role": self.role} | ({"name": self.name} if self.name else {})
+        return speaker | {"text": self.content}
+
+
 class EventsRequest(_Scoped):
-    events: list[EventIn] = Field(min_length=1, max_length=MAX_BATCH)
+    """A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
+    conversation): one of the two lists."""
+
+    events: list[EventIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
+    #: The subject of ``messages`` (each event names its own).
+    subject_id: ScopeId | None = None
+    messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
+
+    @model_validator(mode="after")
+    def _one_list(self) -> Self:
+        if (self.events is None) == (self.messages is None):
+            raise ValueError("give either events or messages (with subject_id)")
+        if self.events is not None and self.subject_id is not None:
+            raise ValueError("subject_id goes with messages; each event names its own")
+        return self
+
+    def subjects(self) -> set[str]:
+        """The subjects the batch writes."""
+        if self.events is not None:
+            return {e.subject_id for e in self.events}
+        return {self.subject_id} if self.subject_id is not None else set()
 
 
 class EventWritten(_Body):
@@ -165,7 +232,7 @@ class EventWritten(_Body):
 
 
 class EventsResponse(_Body):
-    #: One entry per event of the request, in its order.
+    #: One entry per event or message of the request, in its order.
     events: list[EventWritten]
 
 

@@ -2,14 +2,18 @@
 
 Ingestion is idempotent per event: a client ``id`` or ``idempotency_key`` already stored in the
 project makes the event a replay, answered with the original id and ``deduplicated: true``,
-writing nothing. Replays are found before embedding (a retried batch costs no model time), and
-the write itself is ``INSERT ... ON CONFLICT DO NOTHING``, so two concurrent deliveries of one
-event store it once whatever their timing.
+writing nothing. A batch of ``messages`` is stored as events of kind ``conversation.message``,
+each with the event id its :class:`MessageIn` names or derives (:func:`message_event_id`), so a
+retried message is a replay like any other. Replays are found before embedding (a retried
+batch costs no model time), and the write itself is ``INSERT ... ON CONFLICT DO NOTHING``, so
+two concurrent deliveries of one event store it once whatever their timing.
 """
 
+import json
 import logging
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -20,13 +24,15 @@ from psycopg.types.json import Jsonb
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.errors import IdempotencyConflict, PayloadTooLarge, ValidationFailed
+from haki.errors import IdempotencyConflict, MissingScope, PayloadTooLarge, ValidationFailed
 from haki.memory.api import (
     MAX_EVENT_PAYLOAD_BYTES,
+    MESSAGE_KIND,
     EventIn,
     EventsRequest,
     EventsResponse,
     EventWritten,
+    MessageIn,
     check_scope,
     payload_bytes,
 )
@@ -84,6 +90,53 @@ def event_row(
             "idempotency_key": idempotency_key, "embedding": embedding}
 
 
+#: The namespace of the event ids derived from messages (uuid5): fixed forever, since a retry
+#: must derive the id its first delivery did.
+_MESSAGE_IDS = UUID("6f1b3c2e-5d4a-4b8e-9c7f-2a1d0e3b4c5d")
+
+
+def message_event_id(subject_id: str, message: MessageIn) -> UUID:
+    """The event id of a message: its ``id``; else derived from the subject and the client's
+    ``message_id``; else from the subject, the speaker, the content and the moment (in UTC,
+    so that one instant written with two offsets is one message)."""
+    if message.id is not None:
+        return message.id
+    if message.message_id is not None:
+        parts = ["message_id", subject_id, message.message_id]
+    else:
+        assert message.occurred_at is not None  # MessageIn requires one of the three
+        parts = ["content", subject_id, message.role, message.name or "", message.content,
+                 message.occurred_at.astimezone(UTC).isoformat()]
+    return uuid.uuid5(_MESSAGE_IDS, json.dumps(parts, ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The records of a request as events: ``label`` names them in errors (``events`` or
+    ``messages``), ``handles`` the field that makes each one idempotent."""
+
+    label: str
+    events: list[EventIn]
+    handles: list[str]
+
+    @classmethod
+    def of(cls, request: EventsRequest) -> "Batch":
+        if request.events is not None:
+            return cls("events", request.events, [
+                "id" if e.id is not None else "idempotency_key" for e in request.events])
+        messages = request.messages or []
+        subject_id = request.subject_id
+        if subject_id is None:
+            raise MissingScope("field 'subject_id' is required with messages (every call "
+                               "names its scope, 1 to 128 characters)")
+        return cls("messages", [
+            EventIn(subject_id=subject_id, kind=MESSAGE_KIND, occurred_at=m.occurred_at,
+                    payload=m.payload(), id=message_event_id(subject_id, m))
+            for m in messages
+        ], ["id" if m.id is not None else "message_id" if m.message_id is not None
+            else "occurred_at" for m in messages])
+
+
 def _handle(event: EventIn) -> Handle | None:
     if event.id is not None:
         return ("id", event.id)
@@ -92,22 +145,23 @@ def _handle(event: EventIn) -> Handle | None:
     return None
 
 
-def _check_batch(request: EventsRequest) -> None:
+def _check_batch(batch: Batch) -> None:
     """Limits in bytes (413) and handles repeated within the batch (422), first offender."""
     first_of: dict[Handle, int] = {}
-    for index, event in enumerate(request.events):
+    for index, event in enumerate(batch.events):
         size = payload_bytes(event.payload)
         if size > MAX_EVENT_PAYLOAD_BYTES:
+            field = "payload" if batch.label == "events" else "content"
             raise PayloadTooLarge(
-                f"events[{index}]: field 'payload': {size} bytes as JSON; the limit is "
+                f"{batch.label}[{index}]: field '{field}': {size} bytes as JSON; the limit is "
                 f"{MAX_EVENT_PAYLOAD_BYTES}")
         handle = _handle(event)
         if handle is None:
             continue
         if handle in first_of:
-            field = "id" if handle[0] == "id" else "idempotency_key"
             raise ValidationFailed(
-                f"events[{index}]: field '{field}': repeats events[{first_of[handle]}]")
+                f"{batch.label}[{index}]: field '{batch.handles[index]}': repeats "
+                f"{batch.label}[{first_of[handle]}]")
         first_of[handle] = index
 
 
@@ -145,21 +199,23 @@ def ingest_events(
     outside this project: the same answer); then nothing is written.
     """
     check_scope(project_id, request)
-    _check_batch(request)
-    texts = [event_text(e.kind, e.payload) for e in request.events]
-    check_embedding_budget(embedder, texts, "events")
-    handles = [h for h in map(_handle, request.events) if h is not None]
+    batch = Batch.of(request)
+    _check_batch(batch)
+    events = batch.events
+    texts = [event_text(e.kind, e.payload) for e in events]
+    check_embedding_budget(embedder, texts, batch.label)
+    handles = [h for h in map(_handle, events) if h is not None]
     with db.transaction(project_id) as conn:
         known = _stored(conn, project_id, handles) if handles else {}
 
-    fresh = [(index, event) for index, event in enumerate(request.events)
+    fresh = [(index, event) for index, event in enumerate(events)
              if _handle(event) not in known]
     vectors = embed_texts(embedder, [texts[index] for index, _ in fresh])
     ids = {index: event.id or uuid.uuid4() for index, event in fresh}
 
     inserted: set[UUID] = set()
     with write_transaction(db, project_id) as conn:
-        lock_scopes(conn, project_id, {e.subject_id for e in request.events})
+        lock_scopes(conn, project_id, {e.subject_id for e in events})
         if fresh:
             cursor = conn.cursor()
             cursor.executemany(INSERT_EVENT_ONCE, [
@@ -170,27 +226,27 @@ def ingest_events(
             ], returning=True)
             for _ in cursor.results():
                 inserted.update(row[0] for row in cursor.fetchall())
-        replays = [h for index, e in enumerate(request.events)
+        replays = [h for index, e in enumerate(events)
                    if (h := _handle(e)) is not None and ids.get(index) not in inserted]
         stored = _stored(conn, project_id, replays) if replays else {}
-        written = [_outcome(index, event, ids.get(index), inserted, stored)
-                   for index, event in enumerate(request.events)]
+        written = [_outcome(batch, index, ids.get(index), inserted, stored)
+                   for index in range(len(events))]
     log.info("events ingested: %d new, %d deduplicated",
              len(inserted), sum(w.deduplicated for w in written))
     return EventsResponse(events=written)
 
 
 def _outcome(
-    index: int, event: EventIn, new_id: UUID | None, inserted: set[UUID],
+    batch: Batch, index: int, new_id: UUID | None, inserted: set[UUID],
     stored: dict[Handle, dict[str, Any]],
 ) -> EventWritten:
     if new_id is not None and new_id in inserted:
         return EventWritten(id=new_id, deduplicated=False)
+    event = batch.events[index]
     handle = _handle(event)
     original = stored.get(handle) if handle is not None else None
     if original is None or not _same_event(event, original):
-        field = "id" if event.id is not None else "idempotency_key"
         raise IdempotencyConflict(
-            f"events[{index}]: field '{field}': already used for a different event; "
-            "a replay must repeat the original event")
+            f"{batch.label}[{index}]: field '{batch.handles[index]}': already used for a "
+            "different event; a replay must repeat the original event")
     return EventWritten(id=original["id"], deduplicated=True)
