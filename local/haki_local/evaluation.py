@@ -79,11 +79,10 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "no_episodes": {"use_episodes": False},
     "kind_in_excerpt": {"excerpt_with_kind": True},
     "equal_arm_weights": {"rrf_weight_vector": 1.0},
+    # The assistant's messages weigh as much as the user's.
+    "equal_speakers": {"assistant_weight": 1.0},
     # The vector arm's depth fixed at 128 whatever the budget.
     "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
-    # Every episode served from its first characters, not from the window holding the
-    # question's terms.
-    "first_chars_excerpts": {"query_excerpts": False},
     # The simple baseline: the nearest facts and episodes by cosine alone, packed the same way.
     "dense_only": {"use_text_arm": False, "use_neighbours": False},
 }
@@ -145,7 +144,7 @@ def coverage(query: EvalQuery, packet: ContextPacket) -> int:
 
 
 #: The content measure's evidence pieces are sentences or lines cut at this many characters.
-EVIDENCE_CHARS = 200
+EVIDENCE_CHARS = 100
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"\w+")
 

@@ -16,6 +16,7 @@ from haki.assembler.fusion import (
     neighbour_sources,
     propagate,
     rrf_score,
+    weigh_speakers,
 )
 
 CONFIG = DEFAULT_CONFIG
@@ -28,8 +29,9 @@ def fact(distance: float = 0.1) -> FactCandidate:
         recency=None, conflict_open=False, horizon_passed=False, score=None)
 
 
-def episode(distance: float = 0.1) -> EpisodeCandidate:
-    return EpisodeCandidate(id=uuid4(), kind="conversation.message", payload={"text": "t"},
+def episode(distance: float = 0.1, **speaker: str) -> EpisodeCandidate:
+    return EpisodeCandidate(id=uuid4(), kind="conversation.message",
+                            payload={"text": "t", **speaker},
                             occurred_at=datetime(2026, 1, 1, tzinfo=UTC), distance=distance)
 
 
@@ -116,3 +118,19 @@ def test_propagation_returns_the_list_best_first() -> None:
     scores = [r.score for r in result]
     assert scores == sorted(scores, reverse=True) and len(result) == 5
     assert result[0].id == source.id
+
+
+def test_the_assistants_messages_are_weighed_down() -> None:
+    config = replace(CONFIG, assistant_weight=0.5)
+    reply, question, note = episode(role="assistant"), episode(role="user"), episode()
+    data = episode(role="assistant-bot")  # not a message's role: a record's own field
+    ranked = fuse([ArmHit(reply, 1, 1), ArmHit(question, 2, 2), ArmHit(note, 3, 3),
+                   ArmHit(data, 4, 4)], config)
+    weighed = {r.id: r.score for r in weigh_speakers(ranked, config)}
+    fused = {r.id: r.score for r in ranked}
+    assert weighed[reply.id] == pytest.approx(fused[reply.id] / 2)
+    for other in (question, note, data):
+        assert weighed[other.id] == fused[other.id]
+    # Best first again: the reply, first by its ranks, falls behind the user's question.
+    order = [r.id for r in weigh_speakers(ranked, config)]
+    assert order[0] == question.id and order.index(reply.id) > order.index(question.id)

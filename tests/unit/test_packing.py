@@ -147,22 +147,3 @@ def test_fused_keeps_the_fact_rules() -> None:
     assert [f.unconfirmed for f in packet.facts] == [True]
     assert packet.warnings[0].startswith("volatility_expired: 1 fact(s)")
 
-
-def test_a_focused_excerpt_costs_what_a_cut_from_the_start_costs() -> None:
-    from haki.assembler.config import STOPWORDS
-    from haki.assembler.excerpt import ExcerptFocus
-
-    text = "Small talk about the garden and the weather. " * 20 + "The parcel code is 7781."
-    candidates = [Ranked(episode(text), 1, None, 0.5), Ranked(episode("short"), 2, None, 0.4)]
-    plain = Packer(budget=75, excerpt_chars=300, excerpt_with_kind=False)
-    focused = Packer(budget=75, excerpt_chars=300, excerpt_with_kind=False,
-                     focus=ExcerptFocus.of("what is the parcel code?", STOPWORDS))
-    for packer in (plain, focused):
-        packer.add_fused(candidates)
-    # Same charge, same decisions: the window changes what is served, not what it costs.
-    assert [d.tokens for d in focused.decisions] == [d.tokens for d in plain.decisions]
-    assert reasons(focused) == reasons(plain) == [
-        (candidates[0].id, "episode_match"), (candidates[1].id, "over_budget")]
-    assert plain.episodes[0].excerpt == text[:300]
-    assert focused.episodes[0].excerpt.endswith("The parcel code is 7781.")
-    assert len(focused.episodes[0].excerpt) == 300

@@ -118,7 +118,7 @@ def text_arm(conn: psycopg.Connection, request: ContextRequest,
         "query": request.query, "stopwords": config.stopword_list,
         "max_terms": config.max_query_terms, "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes, "text_candidates": config.text_candidates,
-        "text_top_k": config.text_top_k, "excerpt_chars": config.episode_text_chars,
+        "text_top_k": config.text_top_k, "excerpt_chars": config.excerpt_chars,
         "neighbour_span": config.neighbour_span, "use_neighbours": config.use_neighbours,
         **_horizons(config),
     })
@@ -139,7 +139,7 @@ def nearest_events(conn: psycopg.Connection, request: ContextRequest, config: Re
     return _cursor(conn).execute(NEAREST_EVENTS, {
         **_search(config, request, "events", vector),
         "use_episodes": config.use_episodes, "neighbour_sources": config.neighbour_sources,
-        "excerpt_chars": config.episode_text_chars, "neighbour_span": config.neighbour_span,
+        "excerpt_chars": config.excerpt_chars, "neighbour_span": config.neighbour_span,
         "use_neighbours": config.use_neighbours})
 
 

@@ -20,8 +20,7 @@ import psycopg
 from haki.assembler import arms
 from haki.assembler.candidates import Ranked
 from haki.assembler.config import RetrievalConfig
-from haki.assembler.excerpt import ExcerptFocus
-from haki.assembler.fusion import fuse, neighbour_sources, propagate
+from haki.assembler.fusion import fuse, neighbour_sources, propagate, weigh_speakers
 from haki.assembler.packing import Packer
 from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database
@@ -63,8 +62,6 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
         packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
                         excerpt_chars=config.excerpt_chars,
                         excerpt_with_kind=config.excerpt_with_kind,
-                        focus=(ExcerptFocus.of(request.query, config.stopwords)
-                               if config.query_excerpts else None),
                         subject_disabled=disabled)
         packer.add_fused(_rank(candidates, config))
         timings = {"embed": embed_ms}
@@ -73,13 +70,14 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
 
 
 def _rank(candidates: arms.Candidates, config: RetrievalConfig) -> list[Ranked]:
-    """The fused order, then the best episodes' share passed to the turns around them."""
+    """The fused order, then the best episodes' share passed to the turns around them, then
+    the speakers weighed."""
     ranked = fuse(candidates.hits, config)
     sources = neighbour_sources(ranked, config) if config.use_neighbours else []
     if sources:
         links = candidates.neighbourhood.links(sources, {r.id for r in ranked})
         ranked = propagate(ranked, links, config)
-    return ranked
+    return weigh_speakers(ranked, config)
 
 
 def respond(conn: psycopg.Connection, request: ContextRequest, packer: Packer, *,

@@ -66,15 +66,15 @@ class RetrievalConfig:
     neighbour_share: float = 0.3
     neighbour_span: int = 2
     neighbour_sources: int = 8
+    #: Speaker weight: a message the assistant wrote (payload ``role`` ``assistant``) counts
+    #: this share of its score. In a user–assistant chat what the memory holds about the
+    #: subject is mostly what the user said; the assistant's replies elaborate on it, are long,
+    #: and would otherwise fill the budget with near-misses.
+    assistant_weight: float = 0.6
     #: Episode excerpts are cut at this many characters; they carry the payload text only (the
     #: packet already has the ``kind``).
     excerpt_chars: int = 300
     excerpt_with_kind: bool = False
-    #: Query-biased excerpts (``excerpt.py``): the arms return up to ``excerpt_source_chars``
-    #: of each episode's text and a packed episode serves the window of it that holds the
-    #: question's terms; off, they return and serve the first ``excerpt_chars``.
-    query_excerpts: bool = True
-    excerpt_source_chars: int = 4000
     #: HNSW search breadth (pgvector 0.8 iterative scans, so a scope that is a small slice of
     #: the table still yields its rows): the row count of the graph searched (the scope's own
     #: graph when it has one, ``haki.db.scope_indexes``, else the table's) / ``rows_per_ef``,
@@ -98,11 +98,6 @@ class RetrievalConfig:
     use_neighbours: bool = True
     #: Whether the call waits for its trace's WAL flush (``HAKI_TRACE_DURABLE_COMMIT``).
     trace_durable_commit: bool = False
-
-    @property
-    def episode_text_chars(self) -> int:
-        """How much of an episode's text the arms return."""
-        return self.excerpt_source_chars if self.query_excerpts else self.excerpt_chars
 
     @cached_property
     def stopword_list(self) -> list[str]:

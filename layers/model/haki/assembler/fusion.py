@@ -5,7 +5,7 @@ merged; text: the BM25 idf of the query terms a row holds, over both pooled) ran
 returned; the fused score is a weighted reciprocal-rank fusion of those ranks, so the arms'
 incomparable scales (e5 cosines packed in ~[0.7, 0.95], unbounded idf sums) never meet. Then
 the best episodes pass a share of their score to their neighbouring turns, which may not have
-been candidates at all.
+been candidates at all, and the assistant's own messages are weighed down.
 """
 
 from collections.abc import Sequence
@@ -45,6 +45,15 @@ def rrf_score(vector_rank: int | None, text_arm_rank: int | None,
     if text_arm_rank is not None:
         score += config.rrf_weight_text / (config.rrf_k + text_arm_rank)
     return score
+
+
+def weigh_speakers(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ranked]:
+    """A message the assistant wrote keeps ``assistant_weight`` of its score; the result is
+    best first."""
+    return _ordered([
+        replace(r, score=r.score * config.assistant_weight)
+        if isinstance(r.item, EpisodeCandidate) and r.item.speaker[0] == "assistant" else r
+        for r in ranked])
 
 
 def _ordered(ranked: list[Ranked]) -> list[Ranked]:

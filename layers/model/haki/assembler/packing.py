@@ -11,7 +11,6 @@ from typing import TypedDict
 from uuid import UUID
 
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
-from haki.assembler.excerpt import ExcerptFocus
 from haki.models import (
     ContextPacket,
     EmptyReason,
@@ -50,16 +49,13 @@ class Packer:
     ``over_budget`` and the packer goes on with the next (a smaller one further down may still
     fit). ``max_distance`` > 0 turns the recall floor on for ranked facts and episodes;
     expansion rows (neighbour-only episodes) are never gated by it. ``excerpt_with_kind``: an
-    episode's excerpt is ``kind: text`` or its text alone. ``focus``: a packed episode's
-    excerpt is the window of its text that holds the question's terms (``excerpt.py``); None:
-    its first ``excerpt_chars``. Either way it is charged ``excerpt_chars`` at most.
+    episode's excerpt is ``kind: text`` or its text alone, cut at ``excerpt_chars``.
     """
 
     budget: int
     max_distance: float = 0.0
     excerpt_chars: int = 300
     excerpt_with_kind: bool = True
-    focus: ExcerptFocus | None = None
     remaining: int = field(init=False)
     #: The subject is disabled (``POST /v1/forget``): nothing of it was a candidate.
     subject_disabled: bool = False
@@ -139,12 +135,10 @@ class Packer:
         self, episode: EpisodeCandidate, rank: int, *, score: float, included_reason: str,
         gated: bool, arms: ArmRanks | None = None,
     ) -> None:
-        text = episode.text(with_kind=self.excerpt_with_kind)
-        tokens = estimate_tokens(text[:self.excerpt_chars])
+        excerpt = episode.text(with_kind=self.excerpt_with_kind)[:self.excerpt_chars]
+        tokens = estimate_tokens(excerpt)
         action, reason = self._admit(tokens, episode.distance, gated, included_reason)
         if action == "included":
-            excerpt = (self.focus.excerpt(text, self.excerpt_chars) if self.focus
-                       else text[:self.excerpt_chars])
             role, name = episode.speaker
             self.episodes.append(PacketEpisode(
                 event_id=episode.id, kind=episode.kind,
