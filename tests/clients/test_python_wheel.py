@@ -55,14 +55,17 @@ def sdk_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheel
 
 
-@pytest.mark.parametrize("pydantic", ["pydantic==2.7.*", "pydantic>=2.7,<3"])
+@pytest.mark.parametrize(("pydantic", "extra"), [
+    ("pydantic==2.7.*", ""),
+    ("pydantic>=2.7,<3", "[mcp]"),  # the newest 2.x, with the MCP server's extra
+])
 def test_the_wheel_installs_beside_pydantic_2_7_and_the_newest(
-        sdk_wheel: Path, pydantic: str, haki_server: Server, tmp_path: Path):
+        sdk_wheel: Path, pydantic: str, extra: str, haki_server: Server, tmp_path: Path):
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    str(sdk_wheel), pydantic], check=True, cwd=tmp_path)
+                    f"{sdk_wheel}{extra}", pydantic], check=True, cwd=tmp_path)
     script = tmp_path / "consumer.py"
     script.write_text(CONSUMER, encoding="utf-8")
     environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HAKI_API_KEY")}
@@ -80,3 +83,7 @@ def test_the_wheel_installs_beside_pydantic_2_7_and_the_newest(
     assert seen["status"] == "ok" and seen["facts"] == ["fr"]
     assert seen["block"].startswith("<haki_memory>") and "fr" in seen["block"]
     assert seen["missing"] == "trace_not_found"
+    if extra:  # the MCP server's own command, installed by the extra
+        helped = subprocess.run([str(env_dir / "bin" / "haki-mcp"), "--help"], cwd=tmp_path,
+                                env=environ, capture_output=True, text=True, check=True)
+        assert "HAKI_SUBJECT" in helped.stdout and "HAKI_API_KEY" in helped.stdout

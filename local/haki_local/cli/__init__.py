@@ -38,8 +38,6 @@ EXAMPLES = {
     "stats": ["haki stats aggregate"],
     "openapi": ["haki openapi"],
     "eval": ["haki eval tests/data/eval_bilingual.json --budget 900,2000"],
-    "mcp": ["HAKI_API_KEY=hk_… HAKI_PROJECT_ID=acme-support haki mcp",
-            "haki-mcp --help                # the same server, from the SDK"],
 }
 
 
@@ -68,7 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # A command that hands its options to another program (``haki mcp --help``) takes the
+    # arguments the parser does not know; any other command refuses them.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "forwards_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args.arguments = unknown
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
