@@ -51,6 +51,12 @@ Result = TypeVar("Result")
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
+def writes(*, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    """The hints of a tool that changes memory."""
+    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive,
+                           idempotent_hint=idempotent, open_world_hint=False)
+
+
 class Recalled(BaseModel):
     memory: str = Field(description="the <haki_memory> block to put in context; empty when "
                                     "nothing relevant is remembered")
@@ -191,8 +197,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,
 
     @server.tool(description="Remember an event about a subject: what they said or did, as "
                              "text. The next recall can serve it.",
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=True, open_world_hint=False))
+                 annotations=writes(idempotent=True))
     async def remember(
         text: Annotated[str, Field(description="what happened, in their words if possible")],
         subject_id: Subject = None,
@@ -211,8 +216,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,
                              "identifier, a status). The same value again reinforces it; "
                              "another value opens a conflict unless `supersedes_id` names the "
                              "fact it replaces.",
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             open_world_hint=False))
+                 annotations=writes())
     async def record_fact(
         predicate: Annotated[str, Field(description="snake_case name, e.g. preferred_language")],
         value: Annotated[Any, Field(description="the value: text, number or JSON")],
@@ -263,8 +267,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,
 
     @server.tool(description="Resolve an open conflict: keep one of its facts (served again "
                              "from now on) and supersede the others.",
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                             idempotent_hint=False, open_world_hint=False))
+                 annotations=writes())
     async def resolve_conflict(
         conflict_id: Annotated[str, Field(description="the conflict, from list_conflicts")],
         keep_fact_id: Annotated[str, Field(description="the fact of that conflict to keep")],
@@ -275,8 +278,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,
 
     @server.tool(description="Forget a subject's memory, or one fact: mode `disable` stops "
                              "serving it (reversible), `delete` erases it for good.",
-                 annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                             open_world_hint=False))
+                 annotations=writes(destructive=True))
     async def forget(
         subject_id: Annotated[str | None, Field(
             description="the subject to forget (default: HAKI_SUBJECT unless fact_id is "
