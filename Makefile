@@ -13,8 +13,10 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 include layers/model/recipe/recipe.mk
 include benchmarks/bench.mk
 
+# `make run PORT=9000` listens on another port (default 8787).
+PORT ?= 8787
 run: install model
-	$(PY) -m haki_local.cli serve
+	$(PY) -m haki_local.cli serve --port $(PORT)
 
 test: install model lint audit clients-deps browser
 	$(PY) -m pytest

@@ -10,7 +10,26 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from haki_client import AsyncHakiClient, EventIn, HakiClient, HakiError, render
+from haki_client import (
+    DEFAULT_PURPOSE,
+    APIConnectionError,
+    APITimeoutError,
+    AsyncHakiClient,
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ConflictError,
+    EventIn,
+    HakiClient,
+    HakiError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    UnexpectedResponseError,
+    ValidationError,
+    render,
+)
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.clients.stub import Scripted, closed_port_url, stub_server
@@ -84,18 +103,36 @@ def test_the_block_is_the_services_string_and_only_when_asked(haki: HakiClient,
         render(answer.packet)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("call", "code", "status"), [
-    (lambda c: c.context(DEMO_SUBJECT, QUERY, budget_tokens=0), "budget_exceeded", 422),
-    (lambda c: c.context("", QUERY), "missing_scope", 422),
-    (lambda c: c.context(DEMO_SUBJECT, QUERY, project_id=OTHER_PROJECT), "forbidden_scope", 403),
-    (lambda c: c.inspect(uuid.uuid4(), subject_id=DEMO_SUBJECT), "trace_not_found", 404),
-    (lambda c: c.inspect("not-a-uuid", subject_id=DEMO_SUBJECT), "trace_not_found", 404),
+@pytest.mark.parametrize(("call", "family", "code", "status"), [
+    (lambda c: c.context(DEMO_SUBJECT, QUERY, budget_tokens=0), ValidationError,
+     "budget_exceeded", 422),
+    (lambda c: c.context("", QUERY), ValidationError, "missing_scope", 422),
+    (lambda c: c.context(DEMO_SUBJECT, QUERY, project_id=OTHER_PROJECT), PermissionDeniedError,
+     "forbidden_scope", 403),
+    (lambda c: c.inspect(uuid.uuid4(), subject_id=DEMO_SUBJECT), NotFoundError,
+     "trace_not_found", 404),
+    (lambda c: c.inspect("not-a-uuid", subject_id=DEMO_SUBJECT), NotFoundError,
+     "trace_not_found", 404),
 ])
-def test_errors_carry_the_stable_code(haki: HakiClient, call, code, status):
-    with pytest.raises(HakiError) as caught:
+def test_errors_carry_the_stable_code(haki: HakiClient, call, family, code, status):
+    with pytest.raises(family) as caught:
         call(haki)
     assert (caught.value.code, caught.value.status) == (code, status)
     assert caught.value.request_id and caught.value.message
+    assert isinstance(caught.value, BadRequestError) and isinstance(caught.value, HakiError)
+
+
+def test_a_context_call_names_a_purpose_by_default_and_reads_ok(haki: HakiClient):
+    who = subject()  # no conflict, nothing stale: nothing is hidden
+    haki.record_fact(who, "preferred_language", "fr")
+    answer = haki.context(who, QUERY)
+    assert answer.packet.facts and answer.packet.status == "ok"
+    assert answer.packet.warnings == []
+    assert haki.inspect(answer.trace_id, subject_id=who).purpose == DEFAULT_PURPOSE
+    # Asked for no purpose, the service says so and the packet reads degraded.
+    bare = haki.context(who, QUERY, purpose=None)
+    assert bare.packet.status == "degraded"
+    assert any(w.startswith("missing_purpose") for w in bare.packet.warnings)
 
 
 def test_a_bad_key_is_unauthorized_and_never_fails_open(haki_server: Server):
@@ -103,11 +140,12 @@ def test_a_bad_key_is_unauthorized_and_never_fails_open(haki_server: Server):
     with HakiClient(haki_server.url, bad, project_id=DEMO_PROJECT, fail_open=True) as client:
         error = error_of(lambda: client.context(DEMO_SUBJECT, QUERY))
     assert (error.code, error.status) == ("unauthorized", 401)
+    assert isinstance(error, AuthenticationError)
 
 
 def test_no_key_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("HAKI_API_KEY", raising=False)
-    with pytest.raises(HakiError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         HakiClient("http://127.0.0.1:1")
     assert caught.value.code == "configuration_error"
 
@@ -151,7 +189,8 @@ def test_503_and_429_are_retried_with_backoff():
     assert len(stub.requests) == 3
     assert stub.requests[2][4] - stub.requests[1][4] >= 0.05  # Retry-After was honoured
     sent = [json.loads(r[3]) for r in stub.requests]
-    assert sent[0] == sent[2] == {"project_id": "p", "subject_id": "s", "query": "q"}
+    assert sent[0] == sent[2] == {"project_id": "p", "subject_id": "s", "query": "q",
+                                  "purpose": DEFAULT_PURPOSE}
     assert stub.requests[0][2]["Authorization"] == "Bearer hk_x"
 
 
@@ -160,16 +199,31 @@ def test_retries_give_up_after_max_retries():
             stub.url, "hk_x", project_id="p", max_retries=2, backoff=0.01) as client:
         error = error_of(lambda: client.inspect(uuid.uuid4(), subject_id="s"))
     assert (error.code, error.status) == ("service_unavailable", 503)
-    assert len(stub.requests) == 3
+    assert isinstance(error, ServerError) and len(stub.requests) == 3
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 413, 422])
-def test_4xx_is_never_retried(status: int):
-    error = Scripted(status, {"error": {"code": f"code_{status}", "message": "no"}})
+def test_throttled_after_the_retries_is_a_rate_limit_error():
+    throttled = Scripted(429, {"error": {"code": "too_many_requests", "message": "slow"}})
+    with stub_server([throttled] * 2) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", max_retries=1, backoff=0.01) as client:
+        error = error_of(lambda: client.list_facts("s"))
+    assert isinstance(error, RateLimitError) and error.code == "too_many_requests"
+    assert len(stub.requests) == 2
+
+
+@pytest.mark.parametrize(("status", "family"), [
+    (400, BadRequestError), (401, AuthenticationError), (403, PermissionDeniedError),
+    (404, NotFoundError), (409, ConflictError), (413, BadRequestError), (422, ValidationError),
+])
+def test_4xx_is_never_retried(status: int, family: type[HakiError]):
+    error = Scripted(status, {"error": {"code": f"code_{status}", "message": "no"}},
+                     headers={"x-amzn-RequestId": f"req-{status}"})
     with stub_server([error, OK]) as stub, HakiClient(stub.url, "hk_x", project_id="p",
                                                       backoff=0.01, fail_open=True) as client:
         error = error_of(lambda: client.context("s", "q"))
     assert error.code == f"code_{status}" and len(stub.requests) == 1
+    assert type(error) is family and error.request_id == f"req-{status}"
+    assert error.message == "no" and error.status == status
 
 
 def test_a_connection_error_is_retried_then_fails_open(caplog: pytest.LogCaptureFixture):
@@ -177,6 +231,7 @@ def test_a_connection_error_is_retried_then_fails_open(caplog: pytest.LogCapture
     with HakiClient(url, "hk_x", project_id="p", backoff=0.01) as strict:
         error = error_of(lambda: strict.context("s", "q"))
     assert error.code == "connection_error" and error.status is None
+    assert isinstance(error, APIConnectionError) and not isinstance(error, APITimeoutError)
     assert "3 attempt(s)" in error.message
 
     with caplog.at_level(logging.WARNING, logger="haki_client"), HakiClient(
@@ -217,12 +272,32 @@ def test_a_slow_service_times_out_and_is_retried():
     assert str(answer.trace_id) == OK.body["trace_id"]
 
 
+def test_a_call_can_set_its_own_timeout():
+    slow = Scripted(200, _packet(str(uuid.uuid4())), delay_s=1.0)
+    with stub_server([slow, slow]) as stub, HakiClient(
+            stub.url, "hk_x", project_id="p", timeout=30.0, max_retries=1,
+            backoff=0.01) as client:
+        error = error_of(lambda: client.inspect(uuid.uuid4(), subject_id="s", timeout=0.2))
+    assert isinstance(error, APITimeoutError) and error.code == "connection_error"
+    assert "timed out after 2 attempt(s)" in error.message and len(stub.requests) == 2
+
+    async def run() -> None:
+        with stub_server([slow]) as stub:
+            async with AsyncHakiClient(stub.url, "hk_x", project_id="p", timeout=30.0,
+                                       max_retries=0) as client:
+                with pytest.raises(APITimeoutError):
+                    await client.stats_overview(timeout=0.2)
+
+    asyncio.run(run())
+
+
 def test_an_answer_that_is_not_the_apis_json_is_unexpected():
     page = Scripted(502, raw=b"<html>Bad Gateway</html>")
     with stub_server([page] * 3) as stub, HakiClient(stub.url, "hk_x", project_id="p",
                                                      backoff=0.01) as client:
         error = error_of(client.stats_overview)
     assert (error.code, error.status) == ("unexpected_response", 502)
+    assert isinstance(error, UnexpectedResponseError)
     assert len(stub.requests) == 3  # 502 is retried for a read
 
 

@@ -1,27 +1,24 @@
 """Every timestamp an entry point accepts lies between 1970-01-01T00:00:00Z and
 9999-12-31T23:59:59.999999Z once in UTC, whatever offset it is written in: the write requests,
-the memory documents of ``haki load``, and the MCP ``remember`` tool. A time refused is a
+and the memory documents of ``haki load`` (the MCP ``remember`` tool passes its time on to the
+write route: tests/clients/test_mcp.py). A time refused is a
 ``validation_error`` naming its record and field; a time accepted is the instant given.
 
 The oracle counts microseconds from the Unix epoch by integer arithmetic on the wall time and
 the offset, so it holds where a datetime in UTC cannot (year 0, year 10000)."""
 
-import asyncio
 import json
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from mcp.server.mcpserver.exceptions import ToolError
 
 from haki.errors import ValidationFailed
 from haki.memory.api import EventsRequest, FactsRequest
 from haki.validation import parse
 from haki_local.documents import parse_document_text
-from haki_local.mcp_server import build_server
 
 _US = timedelta(microseconds=1)
 _UNIX = datetime(1970, 1, 1)
@@ -108,33 +105,3 @@ def test_memory_documents_accept_times_exactly_within_the_range(
         where = "line 1" if jsonl else rf"{section}\[0\]"
         with pytest.raises(ValidationFailed, match=rf"^{where}: field '{field}': "):
             parse_document_text(text, jsonl=jsonl)
-
-
-class _Recorder:
-    """The MCP server's API client, recording what ``remember`` asks it to store."""
-
-    def __init__(self) -> None:
-        self.occurred_at: list[datetime | None] = []
-
-    async def remember_event(self, subject_id: str, text: str, **fields: Any) -> Any:
-        self.occurred_at.append(fields["occurred_at"])
-        return SimpleNamespace(id="e", deduplicated=False)
-
-
-@settings(max_examples=60)
-@given(wall=_walls, offset=_offsets)
-def test_the_remember_tool_passes_on_only_times_within_the_range(
-    wall: datetime, offset: int
-) -> None:
-    recorder = _Recorder()
-    server = build_server(lambda: recorder)  # type: ignore[arg-type, return-value]
-    arguments = {"subject_id": "s", "text": "hello", "occurred_at": _iso(wall, offset)}
-    if _accepted(wall, offset):
-        result = asyncio.run(server.call_tool("remember", arguments))
-        assert not getattr(result, "is_error", False)
-        [given_on] = recorder.occurred_at
-        assert given_on is not None and _micros(given_on) == _utc_micros(wall, offset)
-    else:
-        with pytest.raises(ToolError, match="occurred_at"):
-            asyncio.run(server.call_tool("remember", arguments))
-        assert recorder.occurred_at == []

@@ -5,7 +5,7 @@ from haki_client import HakiClient, render
 
 with HakiClient(project_id="acme-support", fail_open=True) as haki:  # HAKI_URL, HAKI_API_KEY
     haki.remember_event("user-marie", user_message)             # capture the conversation
-    answer = haki.context("user-marie", user_message, purpose="support_reply",
+    answer = haki.context("user-marie", user_message, purpose="support_reply", timeout=2.0,
                           budget_tokens=400, render=True)
     prompt = render(answer) + "\\n\\n" + user_message  # the service's <haki_memory> block
 ```
@@ -15,8 +15,28 @@ The models (``haki_client.models``) are generated from the API's OpenAPI documen
 
 __version__ = "0.1.0"
 
-from haki_client.client import AsyncHakiClient, HakiClient, empty_response, render
-from haki_client.errors import HakiError
+from haki_client.client import (
+    DEFAULT_PURPOSE,
+    AsyncHakiClient,
+    HakiClient,
+    empty_response,
+    render,
+)
+from haki_client.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    ConflictError,
+    HakiError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    UnexpectedResponseError,
+    ValidationError,
+)
 from haki_client.models import (
     ConflictPage,
     ConflictView,
@@ -41,7 +61,14 @@ from haki_client.models import (
 )
 
 __all__ = [
+    "DEFAULT_PURPOSE",
+    "APIConnectionError",
+    "APITimeoutError",
     "AsyncHakiClient",
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "ConflictError",
     "ConflictPage",
     "ConflictView",
     "ContextPacket",
@@ -59,11 +86,17 @@ __all__ = [
     "HakiClient",
     "HakiError",
     "InspectResponse",
+    "NotFoundError",
     "PacketEpisode",
     "PacketFact",
+    "PermissionDeniedError",
+    "RateLimitError",
     "ResolveResponse",
+    "ServerError",
     "StatsOverview",
     "TraceDecision",
+    "UnexpectedResponseError",
+    "ValidationError",
     "__version__",
     "empty_response",
     "render",

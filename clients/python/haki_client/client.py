@@ -29,7 +29,8 @@ from uuid import UUID, uuid4
 
 import anyio
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+from pydantic import ValidationError as ModelError
 from pydantic_core import to_jsonable_python
 
 from haki_client import __version__
@@ -37,7 +38,11 @@ from haki_client.errors import (
     CONFIGURATION_ERROR,
     CONNECTION_ERROR,
     UNEXPECTED_RESPONSE,
+    VALIDATION_ERROR,
+    APIConnectionError,
+    APITimeoutError,
     HakiError,
+    error_for,
 )
 from haki_client.models import (
     ConflictPage,
@@ -79,6 +84,12 @@ DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_BACKOFF_S = 0.2
 DEFAULT_MAX_BACKOFF_S = 2.0
+#: The purpose a context call names unless told otherwise: a call without one is answered, but
+#: its packet warns ``missing_purpose`` and reads ``degraded``.
+DEFAULT_PURPOSE = "agent_context"
+
+#: A timeout: seconds for every phase, an ``httpx.Timeout``, or ``None`` for the client's.
+TimeoutLike = float | httpx.Timeout | None
 
 #: Statuses retried for every operation, and the ones retried only when it is idempotent.
 RETRY_ALWAYS = frozenset({429, 503})
@@ -121,7 +132,7 @@ class _Policy:
         self.url = (url or os.environ.get("HAKI_URL") or DEFAULT_URL).rstrip("/")
         key = api_key or os.environ.get("HAKI_API_KEY")
         if not key:
-            raise HakiError(CONFIGURATION_ERROR,
+            raise error_for(CONFIGURATION_ERROR,
                             "no API key: pass api_key= or set HAKI_API_KEY")
         self.project_id = project_id or os.environ.get("HAKI_PROJECT_ID") or None
         self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
@@ -145,7 +156,7 @@ class _Policy:
     def request(
         self, http: httpx.Client | httpx.AsyncClient, op: Operation, *,
         path: Mapping[str, Any] | None = None, query: Mapping[str, Any] | None = None,
-        body: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None, timeout: TimeoutLike = None,
     ) -> httpx.Request:
         target = op.path
         for name in op.path_parameters():
@@ -159,7 +170,8 @@ class _Policy:
             content = json.dumps(payload, ensure_ascii=False).encode("utf-8")
             headers["Content-Type"] = "application/json"
         return http.build_request(op.method, self.url + target, params=params, headers=headers,
-                                  content=content, timeout=self.timeout)
+                                  content=content,
+                                  timeout=self.timeout if timeout is None else timeout)
 
     # ------------------------------------------------------------------ retries
 
@@ -188,10 +200,11 @@ class _Policy:
     # ------------------------------------------------------------------ answers
 
     def transport_error(self, exc: httpx.TransportError, attempts: int) -> HakiError:
-        kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
-        return HakiError(CONNECTION_ERROR,
-                         f"request to {self.url} {kind} after {attempts} attempt(s): "
-                         f"{type(exc).__name__}")
+        timed_out = isinstance(exc, httpx.TimeoutException)
+        cls = APITimeoutError if timed_out else APIConnectionError
+        return cls(CONNECTION_ERROR,
+                   f"request to {self.url} {'timed out' if timed_out else 'failed'} after "
+                   f"{attempts} attempt(s): {type(exc).__name__}")
 
     def parse(self, op: Operation, response: httpx.Response) -> Any:
         request_id = response.headers.get("x-amzn-RequestId")
@@ -199,18 +212,18 @@ class _Policy:
         if 200 <= status < 300:
             try:
                 return op.response.model_validate_json(response.content)
-            except ValidationError as exc:
-                raise HakiError(UNEXPECTED_RESPONSE,
+            except ModelError as exc:
+                raise error_for(UNEXPECTED_RESPONSE,
                                 f"the {status} answer is not a {op.response.__name__}: "
                                 f"{exc.error_count()} error(s)",
                                 status=status, request_id=request_id) from exc
         try:
             error = Error.model_validate_json(response.content).error
-        except ValidationError:
-            raise HakiError(UNEXPECTED_RESPONSE,
+        except ModelError:
+            raise error_for(UNEXPECTED_RESPONSE,
                             f"HTTP {status} without the API's error body",
                             status=status, request_id=request_id) from None
-        raise HakiError(error.code, error.message, status=status, request_id=request_id)
+        raise error_for(error.code, error.message, status=status, request_id=request_id)
 
     def fails_open(self, error: HakiError) -> bool:
         """A context call fails open when the service is down or overloaded, never on a
@@ -247,8 +260,8 @@ def _record(model: type[Model], value: Model | Mapping[str, Any]) -> Model:
         return value
     try:
         return model.model_validate(value)
-    except ValidationError as exc:
-        raise HakiError("validation_error",
+    except ModelError as exc:
+        raise error_for(VALIDATION_ERROR,
                         f"not a {model.__name__}: {exc.errors()[0]['msg']}") from None
 
 
@@ -339,7 +352,13 @@ class HakiClient:
 
     With ``fail_open=True``, :meth:`context` returns an empty packet (its block, when asked,
     "") and logs a warning when the service cannot be reached or answers 5xx / 429 after the
-    retries; every other call, and every 4xx, raises :class:`HakiError`.
+    retries; every other call, and every 4xx, raises :class:`HakiError` (a subclass per status
+    family: :mod:`haki_client.errors`).
+
+    ``timeout`` (seconds, or an ``httpx.Timeout``) bounds each attempt of every call; each
+    method also takes ``timeout=`` for that call alone. :meth:`context` names the purpose
+    ``DEFAULT_PURPOSE`` unless given one (``purpose=None`` sends none: the packet then warns
+    ``missing_purpose``).
     """
 
     def __init__(
@@ -369,8 +388,8 @@ class HakiClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _call(self, op: Operation, parts: dict[str, Any]) -> Any:
-        request = self._policy.request(self._http, op, **parts)
+    def _call(self, op: Operation, parts: dict[str, Any], timeout: TimeoutLike = None) -> Any:
+        request = self._policy.request(self._http, op, timeout=timeout, **parts)
         attempt = 0
         while True:
             try:
@@ -389,88 +408,102 @@ class HakiClient:
     # ------------------------------------------------------------------ routes
 
     def context(
-        self, subject_id: str, query: str, *, purpose: str | None = None,
+        self, subject_id: str, query: str, *, purpose: str | None = DEFAULT_PURPOSE,
         budget_tokens: int | None = None, render: bool = False, project_id: str | None = None,
+        timeout: TimeoutLike = None,
     ) -> ContextResponse:
         """``POST /v1/context``: the packet for ``subject_id`` and ``query``; with
         ``render=True`` also the prompt-ready ``<haki_memory>`` block (``answer.block``)."""
         try:
             return self._call(*self._routes.context(subject_id, query, purpose, budget_tokens,
-                                                    render, project_id))
+                                                    render, project_id), timeout=timeout)
         except HakiError as error:
             if self._policy.fails_open(error):
                 return self._policy.fallback(error, render)
             raise
 
     def inspect(self, trace_id: UUID | str, *, subject_id: str,
-                project_id: str | None = None) -> InspectResponse:
+                project_id: str | None = None,
+        timeout: TimeoutLike = None) -> InspectResponse:
         """``GET /v1/inspect/{trace_id}``: the call and every decision of its trace."""
-        return self._call(*self._routes.inspect(trace_id, subject_id, project_id))
+        return self._call(*self._routes.inspect(trace_id, subject_id, project_id), timeout=timeout)
 
     def stats_overview(self, *, subject_id: str | None = None,
-                       project_id: str | None = None) -> StatsOverview:
+                       project_id: str | None = None,
+        timeout: TimeoutLike = None) -> StatsOverview:
         """``GET /v1/stats/overview``: usage figures of the project (or one subject)."""
-        return self._call(*self._routes.stats_overview(subject_id, project_id))
+        return self._call(*self._routes.stats_overview(subject_id, project_id), timeout=timeout)
 
     def write_events(self, events: Sequence[EventLike], *,
-                     project_id: str | None = None) -> EventsResponse:
+                     project_id: str | None = None,
+        timeout: TimeoutLike = None) -> EventsResponse:
         """``POST /v1/events``: store 1 to 100 episodes (each gets an idempotency key unless
         it has an id or a key)."""
-        return self._call(*self._routes.write_events(events, project_id))
+        return self._call(*self._routes.write_events(events, project_id), timeout=timeout)
 
     def remember_event(
         self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
         payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
         idempotency_key: str | None = None, project_id: str | None = None,
+        timeout: TimeoutLike = None,
     ) -> EventWritten:
         """One episode (``text`` goes in ``payload["text"]``); see :meth:`write_events`."""
         event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
-        return self.write_events([event], project_id=project_id).events[0]
+        return self.write_events([event], project_id=project_id, timeout=timeout).events[0]
 
     def write_facts(self, facts: Sequence[FactLike], *,
-                    project_id: str | None = None) -> FactsResponse:
+                    project_id: str | None = None,
+        timeout: TimeoutLike = None) -> FactsResponse:
         """``POST /v1/facts``: record 1 to 100 facts (created, reinforced, superseded or put
         in conflict, by the service's rules)."""
-        return self._call(*self._routes.write_facts(facts, project_id))
+        return self._call(*self._routes.write_facts(facts, project_id), timeout=timeout)
 
     def record_fact(self, subject_id: str, predicate: str, value: Any, *,
-                    project_id: str | None = None, **fields: Any) -> FactWritten:
+                    project_id: str | None = None, timeout: TimeoutLike = None,
+                    **fields: Any) -> FactWritten:
         """One fact (``confidence``, ``volatility``, ``valid_from``, … as keywords)."""
         fact = _record(FactIn, {"subject_id": subject_id, "predicate": predicate,
                                 "value": value, **fields})
-        return self.write_facts([fact], project_id=project_id).facts[0]
+        return self.write_facts([fact], project_id=project_id, timeout=timeout).facts[0]
 
     def list_facts(self, subject_id: str, *, status: str | None = None,
                    predicate: str | None = None, cursor: str | None = None,
-                   limit: int | None = None, project_id: str | None = None) -> FactPage:
+                   limit: int | None = None, project_id: str | None = None,
+        timeout: TimeoutLike = None) -> FactPage:
         """``GET /v1/facts``: a page of the subject's facts; pass ``next_cursor`` on."""
         return self._call(*self._routes.list_facts(subject_id, status, predicate, cursor,
-                                                   limit, project_id))
+                                                   limit, project_id), timeout=timeout)
 
     def set_fact_status(self, fact_id: UUID | str, status: str, *,
-                        project_id: str | None = None) -> FactStatusResponse:
+                        project_id: str | None = None,
+        timeout: TimeoutLike = None) -> FactStatusResponse:
         """``POST /v1/facts/{fact_id}/status``: move a fact along its lifecycle."""
-        return self._call(*self._routes.set_fact_status(fact_id, status, project_id))
+        return self._call(*self._routes.set_fact_status(fact_id, status, project_id),
+                          timeout=timeout)
 
     def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
                        cursor: str | None = None, limit: int | None = None,
-                       project_id: str | None = None) -> ConflictPage:
+                       project_id: str | None = None,
+        timeout: TimeoutLike = None) -> ConflictPage:
         """``GET /v1/conflicts``: a page of conflict sets."""
         return self._call(*self._routes.list_conflicts(subject_id, status, cursor, limit,
-                                                       project_id))
+                                                       project_id), timeout=timeout)
 
     def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str, *,
-                         project_id: str | None = None) -> ResolveResponse:
+                         project_id: str | None = None,
+        timeout: TimeoutLike = None) -> ResolveResponse:
         """``POST /v1/conflicts/{conflict_id}/resolve``: keep one fact, supersede the rest."""
         return self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
-                                                         project_id))
+                                                         project_id), timeout=timeout)
 
     def forget(self, mode: str = "disable", *, subject_id: str | None = None,
                fact_id: UUID | str | None = None,
-               project_id: str | None = None) -> ForgetResponse:
+               project_id: str | None = None,
+        timeout: TimeoutLike = None) -> ForgetResponse:
         """``POST /v1/forget``: a subject or one fact; ``disable`` (reversible) or
         ``delete`` (erasure, with a receipt)."""
-        return self._call(*self._routes.forget(mode, subject_id, fact_id, project_id))
+        return self._call(*self._routes.forget(mode, subject_id, fact_id, project_id),
+                          timeout=timeout)
 
 
 class AsyncHakiClient:
@@ -504,8 +537,8 @@ class AsyncHakiClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _call(self, op: Operation, parts: dict[str, Any]) -> Any:
-        request = self._policy.request(self._http, op, **parts)
+    async def _call(self, op: Operation, parts: dict[str, Any], timeout: TimeoutLike = None) -> Any:
+        request = self._policy.request(self._http, op, timeout=timeout, **parts)
         attempt = 0
         while True:
             try:
@@ -524,70 +557,88 @@ class AsyncHakiClient:
     # ------------------------------------------------------------------ routes
 
     async def context(
-        self, subject_id: str, query: str, *, purpose: str | None = None,
+        self, subject_id: str, query: str, *, purpose: str | None = DEFAULT_PURPOSE,
         budget_tokens: int | None = None, render: bool = False, project_id: str | None = None,
+        timeout: TimeoutLike = None,
     ) -> ContextResponse:
         try:
             return await self._call(*self._routes.context(subject_id, query, purpose,
-                                                          budget_tokens, render, project_id))
+                                                          budget_tokens, render, project_id),
+                                    timeout=timeout)
         except HakiError as error:
             if self._policy.fails_open(error):
                 return self._policy.fallback(error, render)
             raise
 
     async def inspect(self, trace_id: UUID | str, *, subject_id: str,
-                      project_id: str | None = None) -> InspectResponse:
-        return await self._call(*self._routes.inspect(trace_id, subject_id, project_id))
+                      project_id: str | None = None,
+        timeout: TimeoutLike = None) -> InspectResponse:
+        return await self._call(*self._routes.inspect(trace_id, subject_id, project_id),
+                                timeout=timeout)
 
     async def stats_overview(self, *, subject_id: str | None = None,
-                             project_id: str | None = None) -> StatsOverview:
-        return await self._call(*self._routes.stats_overview(subject_id, project_id))
+                             project_id: str | None = None,
+        timeout: TimeoutLike = None) -> StatsOverview:
+        return await self._call(*self._routes.stats_overview(subject_id, project_id),
+                                timeout=timeout)
 
     async def write_events(self, events: Sequence[EventLike], *,
-                           project_id: str | None = None) -> EventsResponse:
-        return await self._call(*self._routes.write_events(events, project_id))
+                           project_id: str | None = None,
+        timeout: TimeoutLike = None) -> EventsResponse:
+        return await self._call(*self._routes.write_events(events, project_id), timeout=timeout)
 
     async def remember_event(
         self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
         payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
         idempotency_key: str | None = None, project_id: str | None = None,
+        timeout: TimeoutLike = None,
     ) -> EventWritten:
         event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
-        return (await self.write_events([event], project_id=project_id)).events[0]
+        return (await self.write_events([event], project_id=project_id, timeout=timeout)).events[0]
 
     async def write_facts(self, facts: Sequence[FactLike], *,
-                          project_id: str | None = None) -> FactsResponse:
-        return await self._call(*self._routes.write_facts(facts, project_id))
+                          project_id: str | None = None,
+        timeout: TimeoutLike = None) -> FactsResponse:
+        return await self._call(*self._routes.write_facts(facts, project_id), timeout=timeout)
 
     async def record_fact(self, subject_id: str, predicate: str, value: Any, *,
-                          project_id: str | None = None, **fields: Any) -> FactWritten:
+                          project_id: str | None = None, timeout: TimeoutLike = None,
+                    **fields: Any) -> FactWritten:
         fact = _record(FactIn, {"subject_id": subject_id, "predicate": predicate,
                                 "value": value, **fields})
-        return (await self.write_facts([fact], project_id=project_id)).facts[0]
+        return (await self.write_facts([fact], project_id=project_id, timeout=timeout)).facts[0]
 
     async def list_facts(self, subject_id: str, *, status: str | None = None,
                          predicate: str | None = None, cursor: str | None = None,
-                         limit: int | None = None, project_id: str | None = None) -> FactPage:
+                         limit: int | None = None, project_id: str | None = None,
+        timeout: TimeoutLike = None) -> FactPage:
         return await self._call(*self._routes.list_facts(subject_id, status, predicate,
-                                                         cursor, limit, project_id))
+                                                         cursor, limit, project_id),
+                                timeout=timeout)
 
     async def set_fact_status(self, fact_id: UUID | str, status: str, *,
-                              project_id: str | None = None) -> FactStatusResponse:
-        return await self._call(*self._routes.set_fact_status(fact_id, status, project_id))
+                              project_id: str | None = None,
+        timeout: TimeoutLike = None) -> FactStatusResponse:
+        return await self._call(*self._routes.set_fact_status(fact_id, status, project_id),
+                                timeout=timeout)
 
     async def list_conflicts(self, *, subject_id: str | None = None,
                              status: str | None = None, cursor: str | None = None,
                              limit: int | None = None,
-                             project_id: str | None = None) -> ConflictPage:
+                             project_id: str | None = None,
+        timeout: TimeoutLike = None) -> ConflictPage:
         return await self._call(*self._routes.list_conflicts(subject_id, status, cursor, limit,
-                                                             project_id))
+                                                             project_id), timeout=timeout)
 
     async def resolve_conflict(self, conflict_id: UUID | str, keep_fact_id: UUID | str, *,
-                               project_id: str | None = None) -> ResolveResponse:
+                               project_id: str | None = None,
+        timeout: TimeoutLike = None) -> ResolveResponse:
         return await self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
-                                                               project_id))
+                                                               project_id), timeout=timeout)
 
     async def forget(self, mode: str = "disable", *, subject_id: str | None = None,
                      fact_id: UUID | str | None = None,
-                     project_id: str | None = None) -> ForgetResponse:
-        return await self._call(*self._routes.forget(mode, subject_id, fact_id, project_id))
+                     project_id: str | None = None,
+        timeout: TimeoutLike = None) -> ForgetResponse:
+        return await self._call(*self._routes.forget(mode, subject_id, fact_id, project_id),
+                                timeout=timeout)

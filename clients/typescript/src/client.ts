@@ -25,6 +25,9 @@ import type {
 
 export const VERSION = "0.1.0";
 export const DEFAULT_URL = "http://127.0.0.1:8787";
+/** The purpose a context call names unless told otherwise: a call without one is answered,
+ * but its packet warns `missing_purpose` and reads "degraded". `purpose: null` sends none. */
+export const DEFAULT_PURPOSE = "agent_context";
 
 export interface Logger {
   warn(message: string): void;
@@ -134,10 +137,14 @@ export class HakiClient {
    * prompt-ready `<haki_memory>` block (`answer.block`, or {@link render}). */
   async context(request: InProject<ContextRequest>): Promise<ContextResult> {
     // `render` is sent only when asked: a request without it is what it always was.
-    const { render: asked, ...rest } = request;
+    const { render: asked, purpose, ...rest } = request;
     try {
       const answer = await this.call<ContextResponse>(OPERATIONS.context, {
-        body: { ...rest, project_id: request.project_id ?? this.projectId, ...(asked ? { render: true } : {}) },
+        body: {
+          ...rest, project_id: request.project_id ?? this.projectId,
+          purpose: purpose === undefined ? DEFAULT_PURPOSE : purpose,
+          ...(asked ? { render: true } : {}),
+        },
       });
       return { ...answer, served: true };
     } catch (error) {

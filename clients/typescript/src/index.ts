@@ -12,7 +12,7 @@
  * ```
  */
 
-export { DEFAULT_URL, emptyResult, HakiClient, render, VERSION } from "./client.js";
+export { DEFAULT_PURPOSE, DEFAULT_URL, emptyResult, HakiClient, render, VERSION } from "./client.js";
 export type { HakiClientOptions, Logger } from "./client.js";
 export { CONFIGURATION_ERROR, CONNECTION_ERROR, HakiError, UNEXPECTED_RESPONSE } from "./errors.js";
 export { OPERATIONS } from "./operations.js";

@@ -22,8 +22,10 @@ export type EventIn = Schemas["EventIn"];
 export type EventsRequest = Schemas["EventsRequest"];
 export type EventWritten = Schemas["EventWritten"];
 export type EventsResponse = Schemas["EventsResponse"];
-export type FactIn = Schemas["FactIn"];
-export type FactsRequest = Schemas["FactsRequest"];
+/** A fact to record: `status` and `volatility` have the service's defaults ("active" and
+ * "stable"). */
+export type FactIn = Defaulted<Schemas["FactIn"], "status" | "volatility">;
+export type FactsRequest = Omit<Schemas["FactsRequest"], "facts"> & { facts: FactIn[] };
 export type FactWritten = Schemas["FactWritten"];
 export type FactsResponse = Schemas["FactsResponse"];
 export type FactView = Schemas["FactView"];

@@ -6,7 +6,7 @@ import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { describe, test } from "node:test";
 
-import { HakiClient, HakiError, render } from "../dist/index.js";
+import { DEFAULT_PURPOSE, HakiClient, HakiError, render } from "../dist/esm/index.js";
 
 const live = process.env.HAKI_URL && process.env.HAKI_API_KEY;
 const SUBJECT = "user-marie";
@@ -70,6 +70,14 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     const answer = await client.context({ subject_id: who, query: "Qui contacter pour la facture pendant son absence ?", purpose: "support_reply", render: true });
     assert.deepEqual(answer.packet.episodes.map((e) => e.event_id), [written.id]);
     assert.match(render(answer), /Julie Martin/);
+
+    // No purpose named: the default one, so a packet that hides nothing reads "ok".
+    const plain = await client.context({ subject_id: who, query: "Qui contacter pour la facture ?" });
+    assert.deepEqual([plain.packet.status, plain.packet.warnings], ["ok", []]);
+    assert.equal((await client.inspect(plain.trace_id, { subject_id: who })).purpose, DEFAULT_PURPOSE);
+    const bare = await client.context({ subject_id: who, query: "Qui contacter pour la facture ?", purpose: null });
+    assert.equal(bare.packet.status, "degraded");
+    assert.ok(bare.packet.warnings.some((w) => w.startsWith("missing_purpose")));
 
     const lyon = await client.recordFact({ subject_id: who, predicate: "lives_in", value: { city: "Lyon" }, confidence: 0.5 });
     assert.equal(lyon.outcome, "created");
@@ -146,7 +154,7 @@ describe("retries, timeouts and fail-open", () => {
       assert.equal(answer.trace_id, OK.body.trace_id);
       assert.equal(s.requests.length, 3);
       assert.ok(s.requests[2].at - s.requests[1].at >= 45);
-      assert.deepEqual(JSON.parse(s.requests[0].body), { subject_id: "s", query: "q", project_id: "p" });
+      assert.deepEqual(JSON.parse(s.requests[0].body), { subject_id: "s", query: "q", project_id: "p", purpose: "agent_context" });
       assert.equal(s.requests[0].headers.authorization, "Bearer hk_x");
     } finally { await s.close(); }
   });

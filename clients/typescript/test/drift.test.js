@@ -8,19 +8,19 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-import { OPERATIONS } from "../dist/index.js";
+import { OPERATIONS } from "../dist/esm/index.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const openapiPath = join(root, "..", "..", "docs", "openapi.json");
 const openapi = JSON.parse(readFileSync(openapiPath, "utf8"));
 
-test("src/schema.d.ts is what openapi-typescript generates from docs/openapi.json", () => {
+test("src/schema.ts is what openapi-typescript generates from docs/openapi.json", () => {
   const dir = mkdtempSync(join(tmpdir(), "haki-schema-"));
   try {
-    const out = join(dir, "schema.d.ts");
+    const out = join(dir, "schema.ts");
     const cli = join(root, "node_modules", "openapi-typescript", "bin", "cli.js");
     execFileSync(process.execPath, [cli, openapiPath, "--output", out], { stdio: "pipe" });
-    const committed = readFileSync(join(root, "src", "schema.d.ts"), "utf8");
+    const committed = readFileSync(join(root, "src", "schema.ts"), "utf8");
     assert.equal(committed, readFileSync(out, "utf8"),
       "docs/openapi.json changed: run `npm run generate` in clients/typescript and follow the SDK");
   } finally {

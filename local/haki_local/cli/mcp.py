@@ -1,19 +1,19 @@
-"""``haki mcp``: Haki's memory as MCP tools on stdio for an agent host (see
-``haki_local.mcp_server``; configured by HAKI_URL, HAKI_API_KEY and HAKI_PROJECT_ID)."""
+"""``haki mcp``: Haki's memory as MCP tools on stdio for an agent host — the Python SDK's
+``haki-mcp`` (``haki_client.mcp``), run from the service's command line; its options and
+variables are that command's (``haki mcp --help``)."""
 
 import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     mcp = subparsers.add_parser(
-        "mcp", help="MCP server on stdio for agent hosts (tools: recall, remember, "
-                    "record_fact, forget, inspect); configured by HAKI_URL, HAKI_API_KEY and "
-                    "HAKI_PROJECT_ID")
-    mcp.set_defaults(run=_run)
+        "mcp", add_help=False,
+        help="MCP server on stdio for agent hosts (the SDK's haki-mcp; haki mcp --help)")
+    mcp.set_defaults(run=_run, forwards_arguments=True)
 
 
 def _run(args: argparse.Namespace) -> int:
     # Imported here: the MCP SDK is only needed by this command.
-    from haki_local.mcp_server import main
+    from haki_client.mcp import main
 
-    return main()
+    return main(args.arguments, prog="haki mcp")

@@ -10,6 +10,7 @@ endpoint. Ctrl-C (or SIGTERM) stops the server and the database.
 """
 
 import argparse
+import errno
 import ipaddress
 import json
 import os
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 from haki.db import Database, Role, database_url
 from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
-from haki.errors import Unauthorized, ValidationFailed
+from haki.errors import HakiError, Unauthorized, ValidationFailed
 from haki.keys import authenticate
 from haki.settings import Settings, get_settings
 from haki_local.admin import create_key
@@ -36,6 +37,25 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 8787
 DEV_KEY_FILE = "dev-key"
+
+
+class PortUnavailable(HakiError):
+    """The address ``haki serve`` was asked to listen on cannot be bound."""
+
+    code = "port_unavailable"
+    status = 500
+    api = False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else starts: a busy port fails at once."""
+    try:
+        return socket.create_server((host, port))
+    except OSError as error:
+        reason = ("is already in use (another haki serve?); stop it or pick another with "
+                  "--port" if error.errno == errno.EADDRINUSE else f"cannot be bound: "
+                  f"{error.strerror or error}")
+        raise PortUnavailable(f"{host}:{port} {reason}") from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -103,6 +123,9 @@ def _serve(args: argparse.Namespace) -> int:
     args.workers = args.workers or default_workers()
     if args.workers < 1:
         raise ValidationFailed("--workers must be at least 1")
+    if not 0 <= args.port <= 65535:
+        raise ValidationFailed(f"--port {args.port} is not a port (0 to 65535; 0 picks one)")
+    listening = bind(args.host, args.port)
     settings = get_settings()
     owner = Database(database_url(settings, Role.OWNER))
     app = Database(database_url(settings, Role.APP))
@@ -123,7 +146,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from haki_local.server import supervisor
 
-    with socket.create_server((args.host, args.port)) as sock:
+    with listening as sock:
         url = f"http://{args.host}:{sock.getsockname()[1]}"
         workers = supervisor(sock, args.workers)  # from here on, Ctrl-C and SIGTERM stop it
         failed = threading.Event()
