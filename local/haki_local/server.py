@@ -205,8 +205,8 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
     routes = [WebRoute(path, Resource(methods, dispatch)) for path, methods in resources.items()]
     if console is not None:
         async def console_page(request: Request) -> Response:
-            return await run_in_threadpool(console.handle, request.url.path,
-                                           request.url.query, request.headers)
+            return await run_in_threadpool(console.handle, request.method, request.url.path,
+                                           request.headers)
 
         routes += [WebRoute(PREFIX, console_page), WebRoute(PREFIX + "/{rest:path}", console_page)]
 
@@ -251,7 +251,7 @@ def local_app() -> Starlette:
     over the embedded database unless ``HAKI_DATABASE_URL`` names one."""
     settings = get_settings()
     use_embedded_database(settings)
-    return create_app(load_handlers(), Console(settings))
+    return create_app(load_handlers(), Console())
 
 
 class ContractH11Protocol(H11Protocol):
