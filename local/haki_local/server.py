@@ -3,8 +3,8 @@
 A request on a route of :data:`haki_aws.routes.ROUTES` (the table the CDK stack builds the REST
 API from) becomes an API Gateway REST (v1) proxy event for ``functions/<name>/app.py:handler``,
 imported in process, and the handler's proxy result becomes the response: local and deployed
-runs execute the same code. The trace console (:mod:`haki_local.console`) is served beside it,
-under ``/console``.
+runs execute the same code. The console (:mod:`haki_local.console`: the page of
+``functions/console``) is served beside it, under ``/console``.
 
 Like a Lambda container, a handler module serves one request at a time (its database
 connection and resolver are module globals), so dispatch runs in a worker thread under one lock

@@ -23,6 +23,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from haki_client import HakiClient
 from haki_local.demo import DEMO_PROJECT
+from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.e2e.conftest import Server, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,6 +251,20 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     assert columns == 1
     assert page.evaluate("document.documentElement.scrollWidth") <= NARROW["width"]
     shoot(page, "7-narrow")
+    page.close()
+
+
+def test_hostile_memory_stays_text_in_the_page(haki_server: Server, browser: Browser):
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        call = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000)
+    page = browser.new_page(viewport=WIDE)
+    log_in(page, haki_server.url, DEMO_PROJECT, haki_server.key)
+    visit(page, f"{haki_server.url}/console/#view=call&trace={call.trace_id}"
+                f"&subject={HOSTILE_SUBJECT}")
+    html = page.content()
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
+    assert page.locator("#decisions b, #rendered b, #decisions script").count() == 0
+    assert page.inner_text("#rendered").startswith("<haki_memory>")
     page.close()
 
 
