@@ -176,8 +176,11 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     assert "conflict_open" in page.inner_text("#decisions")
     assert page.inner_text("#rendered").startswith("<haki_memory>")
     assert "the same for every call" in page.inner_text("#legend")
-    # Nothing is cut at 1,280 px: the page is no wider than the window.
+    # Nothing is cut at 1,280 px: the page is no wider than the window, and the decision
+    # table, every column, fits its panel without scrolling.
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDE["width"]
+    assert page.evaluate("(s => s.scrollWidth <= s.clientWidth)"
+                         "(document.querySelector('#detail .scroll'))")
     shot = shoot(page, "2-call")
     if os.environ.get("HAKI_UPDATE_SCREENSHOT"):
         shutil.copyfile(shot, ROOT / "docs" / "console.png")

@@ -19,20 +19,8 @@ def synth(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
     return synth_factory({})
 
 
-def _paths(synth: Synth) -> dict[str, str]:
-    resources = synth.resources("AWS::ApiGateway::Resource")
-
-    def path_of(resource_id: str) -> str:
-        props = resources[resource_id]["Properties"]
-        parent = props["ParentId"]
-        prefix = path_of(parent["Ref"]) if "Ref" in parent else ""
-        return f"{prefix}/{props['PathPart']}"
-
-    return {resource_id: path_of(resource_id) for resource_id in resources}
-
-
 def _methods(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
-    paths = _paths(synth)
+    paths = synth.resource_paths()
     return {(m["Properties"]["HttpMethod"], paths[m["Properties"]["ResourceId"]["Ref"]]):
             m["Properties"] for m in synth.resources("AWS::ApiGateway::Method").values()}
 

@@ -280,11 +280,12 @@ function showCall(data) {
   pre.classList.toggle("empty", !rendered);
 
   $("#legend").replaceChildren(...legend(ranking, fused));
-  const columns = [["similarity", (d) => number(d.similarity)],
-    ["vector rank", (d) => d.vector_rank ?? "—"], ["text rank", (d) => d.text_arm_rank ?? "—"]];
+  const columns = [["sim.", (d) => number(d.similarity)],
+    ["vec #", (d) => d.vector_rank ?? "—"], ["text #", (d) => d.text_arm_rank ?? "—"]];
   $("#decisions thead").replaceChildren(el("tr", {},
     ...["Rank", "Candidate", "Decision", "Score"].map((name, i) => el("th", { class: i === 0 ? "num" : "", text: name })),
-    ...columns.map(([name]) => el("th", { class: "num", text: name })),
+    ...columns.map(([name]) => el("th", { class: "num", text: name,
+      title: { "sim.": "similarity", "vec #": "vector arm rank", "text #": "text arm rank" }[name] })),
     el("th", { class: "num", text: "tokens" }), el("th", { class: "num", text: "packed" })));
 
   const body = $("#decisions tbody");
