@@ -1,6 +1,7 @@
 """The stored memory's routes that run SQL only (docs/spec.md §11): ``GET /v1/facts``,
 ``POST /v1/facts/{fact_id}/status``, ``GET /v1/conflicts``,
-``POST /v1/conflicts/{conflict_id}/resolve`` and ``POST /v1/forget``.
+``POST /v1/conflicts/{conflict_id}/resolve``, ``POST /v1/forget`` and ``GET /v1/events`` (a
+subject's episodes).
 
 They share a function because they share a profile: one short transaction each, no model,
 small bodies, so a small function answers them (the writes that embed are
@@ -37,6 +38,7 @@ from haki.memory.api import (
     ResolveResponse,
 )
 from haki.memory.conflicts import list_conflicts, resolve
+from haki.memory.episodes import EventListRequest, EventPage, list_events
 from haki.memory.facts import list_facts, set_fact_status
 from haki.memory.forget import forget
 from haki.models import FactStatus
@@ -68,6 +70,21 @@ def get_facts(
         "project_id": project_id, "subject_id": subject_id, "status": status,
         "predicate": predicate, "cursor": cursor, "limit": limit})
     return list_facts(db, scope, request)
+
+
+@app.get("/v1/events", summary="A subject's episodes (its events), newest first")
+@traced
+def get_events(
+    project_id: ScopeQuery,
+    subject_id: ScopeQuery,
+    cursor: CursorQuery = None,
+    limit: PageLimitQuery = DEFAULT_PAGE,
+) -> EventPage:
+    scope = key_scope(app, project_id)
+    log_scope(scope, subject_id)
+    request = parse(EventListRequest, {
+        "project_id": project_id, "subject_id": subject_id, "cursor": cursor, "limit": limit})
+    return list_events(db, scope, request)
 
 
 @app.post("/v1/facts/<fact_id>/status", summary="Move a fact along the lifecycle graph",

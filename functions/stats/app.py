@@ -1,11 +1,13 @@
-"""``GET /v1/stats/overview`` (``handler``) and the scheduled rollup (``aggregate_handler``).
+"""``GET /v1/stats/overview`` and ``GET /v1/stats/series`` (``handler``) and the scheduled
+rollup (``aggregate_handler``).
 
 The overview runs as the runtime role, confined to the key's project; the aggregation, invoked
 by an EventBridge schedule (not through API Gateway), runs as ``haki_stats`` across projects.
 """
 
-from typing import Any
+from typing import Annotated, Any
 
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki import stats
@@ -43,6 +45,22 @@ def get_overview(
     scope = key_scope(app, project_id)
     log_scope(scope, subject_id)
     return stats.overview(reader or db, project_id=scope, subject_id=subject_id)
+
+
+@app.get("/v1/stats/series",
+         summary="Calls, latency, injection rate and tokens served over time (from the rollups)")
+@traced
+def get_series(
+    project_id: ScopeQuery,
+    subject_id: OptionalScopeQuery = None,
+    days: Annotated[int, Query(ge=1, le=stats.MAX_SERIES_DAYS,
+                               description="window, in days up to now")] = 7,
+    granularity: Annotated[stats.Granularity, Query(description="bucket size")] = "hour",
+) -> stats.StatsSeries:
+    scope = key_scope(app, project_id)
+    log_scope(scope, subject_id)
+    return stats.series(reader or db, project_id=scope, subject_id=subject_id, days=days,
+                        granularity=granularity)
 
 
 @api_entry

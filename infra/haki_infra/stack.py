@@ -13,6 +13,7 @@ from haki_aws.routes import ROUTES
 from haki_infra.admin import AdminAccess
 from haki_infra.api import Api
 from haki_infra.config import HakiConfig
+from haki_infra.console import Console
 from haki_infra.database import Database
 from haki_infra.functions import HakiFunction
 from haki_infra.layer import ModelLayer
@@ -124,6 +125,9 @@ class HakiStack(Stack):
 
         api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas,
                   authorizer=lambdas["authorizer"])
+        self.console = Console(
+            self, "Console", rest_api=api.rest_api, log_retention=config.log_retention
+        )
         FunctionSchedule(
             self,
             "AggregationSchedule",
@@ -158,6 +162,9 @@ class HakiStack(Stack):
             CfnOutput(self, "BastionInstanceId", value=admin.host.instance_id)
 
         CfnOutput(self, "ApiUrl", value=api.url, description="Base URL of the API")
+        CfnOutput(
+            self, "ConsoleUrl", value=f"{api.url}console/", description="The console's page"
+        )
         CfnOutput(
             self,
             "UsagePlanId",

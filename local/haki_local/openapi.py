@@ -77,7 +77,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "query": "Which language does the customer prefer?", "purpose": "support reply",
         "budget_tokens": 800}),
     ("GET", "/v1/inspect/{trace_id}"): Operation("inspectTrace", "context"),
+    ("GET", "/v1/calls"): Operation("listCalls", "context"),
+    ("GET", "/v1/calls/{trace_id}"): Operation("getCall", "context"),
     ("GET", "/v1/stats/overview"): Operation("getStatsOverview", "stats"),
+    ("GET", "/v1/stats/series"): Operation("getStatsSeries", "stats"),
     ("POST", "/v1/events"): Operation("writeEvents", "memory", {
         "project_id": "acme-support",
         "events": [{"subject_id": "user-42", "kind": "message",
@@ -88,6 +91,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "project_id": "acme-support",
         "facts": [{"subject_id": "user-42", "predicate": "preferred_language",
                    "value": "French", "confidence": 0.9}]}),
+    ("GET", "/v1/events"): Operation("listEvents", "memory"),
     ("GET", "/v1/facts"): Operation("listFacts", "memory"),
     ("POST", "/v1/facts/{fact_id}/status"): Operation("setFactStatus", "memory", {
         "project_id": "acme-support", "status": "disabled"}),

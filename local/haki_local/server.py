@@ -3,8 +3,8 @@
 A request on a route of :data:`haki_aws.routes.ROUTES` (the table the CDK stack builds the REST
 API from) becomes an API Gateway REST (v1) proxy event for ``functions/<name>/app.py:handler``,
 imported in process, and the handler's proxy result becomes the response: local and deployed
-runs execute the same code. The trace console (:mod:`haki_local.console`) is served beside it,
-under ``/console``.
+runs execute the same code. The console (:mod:`haki_local.console`: the page of
+``functions/console``) is served beside it, under ``/console``.
 
 Like a Lambda container, a handler module serves one request at a time (its database
 connection and resolver are module globals), so dispatch runs in a worker thread under one lock
@@ -265,8 +265,8 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
               for path, methods in resources.items()]
     if console is not None:
         async def console_page(request: Request) -> Response:
-            return await run_in_threadpool(console.handle, request.url.path,
-                                           request.url.query, request.headers)
+            return await run_in_threadpool(console.handle, request.method, request.url.path,
+                                           request.headers)
 
         routes += [WebRoute(PREFIX, console_page), WebRoute(PREFIX + "/{rest:path}", console_page)]
 
@@ -311,7 +311,7 @@ def local_app() -> Starlette:
     over the embedded database unless ``HAKI_DATABASE_URL`` names one."""
     settings = get_settings()
     use_embedded_database(settings)
-    return create_app(load_handlers(), Console(settings),
+    return create_app(load_handlers(), Console(),
                       authorizer=import_module("functions.authorizer.app").handler)
 
 

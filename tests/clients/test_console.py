@@ -1,126 +1,48 @@
-"""The trace console of ``haki serve``: its read-only API (dev key only) over real HTTP, then
-the page itself in headless Chromium (Debian's package; ``make test`` installs it when it
-can): the DOM after the page's script ran, and a screenshot whose colours show the decision
-badges and the score bars.
+"""The console against a real ``haki serve``: its static files over HTTP, then the page itself
+driven in headless Chromium (Debian's package, launched by Playwright) as a person uses it —
+log in with a key, find a call by text, open it, compare it with another, open the subject's
+conflict and resolve it, see the change in the next call, draw the charts — and the same page
+with a key of another project, which sees none of it and whose every request is refused.
 
-``HAKI_UPDATE_SCREENSHOT=1`` also writes the screenshot to docs/console.png.
+Screenshots of each view are kept in ``build/console-screenshots/`` (``HAKI_UPDATE_SCREENSHOT=1``
+also copies the call view to docs/console.png).
 """
 
-import json
 import os
 import re
 import shutil
-import subprocess
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from email.message import Message
-from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pytest
-from matplotlib import image
+from playwright.sync_api import Browser, Page, sync_playwright
 
 from haki_client import HakiClient
-from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
+from haki_local.demo import DEMO_PROJECT
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.e2e.conftest import Server, run_cli
 
-QUERY = "Which language should we use when writing to Marie about her invoice?"
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "console.png"
-WINDOW = (1500, 1900)
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "build" / "console-screenshots"
+SUBJECT = "console-marie"
+OTHER_SUBJECT = "console-paul"
+WIDE = {"width": 1280, "height": 1000}
+NARROW = {"width": 560, "height": 1000}
 
 
-@dataclass
-class Answer:
-    status: int
-    headers: Message  # looked up by name in any case
-    body: bytes
-
-    def json(self) -> dict:
-        return json.loads(self.body)
-
-
-def get(url: str, key: str | None = None, method: str = "GET") -> Answer:
+def http(url: str, key: str | None = None, method: str = "GET") -> tuple[int, Message, bytes]:
+    """Status, headers (looked up by name in any case) and body of one request."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     request = urllib.request.Request(url, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return Answer(response.status, response.headers, response.read())
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as error:
-        return Answer(error.code, error.headers, error.read())
-
-
-@pytest.fixture(scope="module")
-def calls(haki_server: Server) -> dict[str, str]:
-    """A call that fills its budget (over_budget exclusions) and one over hostile memory."""
-    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
-        tight = haki.context(DEMO_SUBJECT, QUERY, purpose="support_reply", budget_tokens=120)
-        hostile = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000)
-    return {"tight": str(tight.trace_id), "hostile": str(hostile.trace_id)}
-
-
-# --------------------------------------------------------------------- the console's API
-
-
-def test_the_api_lists_and_explains_calls(haki_server: Server, calls: dict[str, str]):
-    base = f"{haki_server.url}/console/api"
-    listing = get(f"{base}/calls?limit=2", haki_server.key)
-    assert listing.status == 200 and listing.json()["project_id"] == DEMO_PROJECT
-    assert listing.headers["Cache-Control"] == "no-store"
-    rows = listing.json()["calls"]
-    assert len(rows) == 2 and rows[0]["trace_id"] == calls["hostile"]
-    assert rows[1]["trace_id"] == calls["tight"] and rows[1]["budget_tokens"] == 120
-
-    detail = get(f"{base}/calls/{calls['tight']}?subject_id={DEMO_SUBJECT}", haki_server.key)
-    body = detail.json()
-    inspect = get(f"{haki_server.url}/v1/inspect/{calls['tight']}?project_id={DEMO_PROJECT}"
-                  f"&subject_id={DEMO_SUBJECT}", haki_server.key).json()
-    assert body["trace"] == inspect
-    assert body["rendered"].startswith("<haki_memory>")
-    assert body["ranking"]["preset"] in ("fused", "seed")
-    assert set(body["ranking"]["weights"]) == {"similarity", "text_rank", "recency"}
-    ids = {d["fact_id"] or d["event_id"] for d in inspect["decisions"]}
-    assert set(body["texts"]) == ids
-    assert {d["reason_code"] for d in inspect["decisions"]} >= {"conflict_open", "over_budget"}
-
-
-def test_the_api_serves_the_dev_key_only(haki_server: Server, clients_data_dir: Path,
-                                         calls: dict[str, str]):
-    base = f"{haki_server.url}/console/api/calls"
-    assert get(base).status == 401
-    assert get(base, "hk_" + "A" * 43).status == 403
-    printed = run_cli(clients_data_dir, "keys", "create", "--org", "acme", "--project",
-                      DEMO_PROJECT, "--label", "not the dev key")
-    other = re.search(r"^key:\s+(hk_\S+)$", printed, re.M).group(1)
-    # A valid key of the same project still reads the API, never the console.
-    stats = f"{haki_server.url}/v1/stats/overview?project_id={DEMO_PROJECT}"
-    assert get(stats, other).status == 200
-    refused = get(base, other)
-    assert refused.status == 403 and refused.json()["error"]["code"] == "forbidden"
-    assert get(base, haki_server.key, method="POST").status == 405
-    unknown = get(f"{base}/not-a-uuid?subject_id=x", haki_server.key)
-    assert unknown.status == 404 and unknown.json()["error"]["code"] == "trace_not_found"
-    other_subject = get(f"{base}/{calls['tight']}?subject_id=someone-else", haki_server.key)
-    assert other_subject.status == 404
-
-
-def test_the_page_is_static_and_locked_down(haki_server: Server):
-    page = get(f"{haki_server.url}/console/")
-    assert page.status == 200 and page.headers["Content-Type"].startswith("text/html")
-    policy = page.headers["Content-Security-Policy"]
-    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
-    assert haki_server.key.encode() not in page.body  # no key, no data in the page itself
-    for name, kind in [("console.js", "javascript"), ("console.css", "text/css")]:
-        answer = get(f"{haki_server.url}/console/{name}")
-        assert answer.status == 200 and kind in answer.headers["Content-Type"]
-    assert get(f"{haki_server.url}/console/__init__.py").status == 404
-    assert get(f"{haki_server.url}/console/..%2F__init__.py").status == 404
-    assert get(f"{haki_server.url}/console").body == page.body  # /console → /console/
-
-
-# --------------------------------------------------------------------- headless Chromium
+        return error.code, error.headers, error.read()
 
 
 def chromium() -> str:
@@ -128,116 +50,265 @@ def chromium() -> str:
         if name and (path := shutil.which(name)):
             return path
     # Never a skip: a page test that does not run must not pass for one that did.
-    pytest.fail("Chromium is missing: `make test` installs Debian's chromium when run as root; "
-                "otherwise `apt-get install chromium` (or set HAKI_CHROMIUM)")
+    pytest.fail("Chromium is missing: `make browser` installs Debian's chromium when run as "
+                "root; otherwise `apt-get install chromium` (or set HAKI_CHROMIUM)")
 
 
-def browse(tmp_path: Path, url: str, *output: str) -> str:
-    profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
-    done = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", "--disable-quic", f"--user-data-dir={profile}", "--hide-scrollbars",
-         f"--window-size={WINDOW[0]},{WINDOW[1]}", "--virtual-time-budget=10000", *output, url],
-        capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium(),
+                                              args=["--no-sandbox", "--disable-gpu"])
+        yield launched
+        launched.close()
 
 
-class Elements(HTMLParser):
-    """Every element of a DOM dump: (tag, attributes, text inside it)."""
+@pytest.fixture(scope="module")
+def memory(haki_server: Server) -> dict[str, Any]:
+    """A subject of its own with an open conflict (two values of one predicate) and two calls
+    over it; another subject with one call."""
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        haki.record_fact(SUBJECT, "preferred_language", "French")
+        haki.record_fact(SUBJECT, "city", "Lyon")
+        conflict = haki.record_fact(SUBJECT, "preferred_language", "German")
+        haki.remember_event(SUBJECT, "Marie asked for her invoice in French.")
+        language = haki.context(SUBJECT, "Which language for the zebra invoice letter?",
+                                purpose="support_reply")
+        city = haki.context(SUBJECT, "Where does she live?", purpose="shipping",
+                            budget_tokens=10)
+        other = haki.context(OTHER_SUBJECT, "Anything about Paul?", purpose="support_reply")
+    return {"conflict": str(conflict.conflict_id), "language": str(language.trace_id),
+            "city": str(city.trace_id), "other": str(other.trace_id)}
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.open: list[tuple[str, dict[str, str], list[str]]] = []
-        self.done: list[tuple[str, dict[str, str], str]] = []
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("col", "meta", "link", "input", "br"):
-            self.done.append((tag, {k: v or "" for k, v in attrs}, ""))
+def shoot(page: Page, name: str) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return path
+
+
+def renders(page: Page) -> int:
+    """How many times the page has drawn a view (``data-renders``, set when one is done)."""
+    return int(page.evaluate("document.body.dataset.renders || '0'"))
+
+
+def settled(page: Page, action: Callable[[], object]) -> None:
+    """Do ``action`` and wait for the page to draw the view it leads to. (Polled from here:
+    the page's Content-Security-Policy forbids the eval that wait_for_function needs.)"""
+    before = renders(page)
+    action()
+    for _ in range(600):
+        if renders(page) > before and page.evaluate("document.body.dataset.ready") == "true":
             return
-        self.open.append((tag, {k: v or "" for k, v in attrs}, []))
-
-    def handle_endtag(self, tag: str) -> None:
-        while self.open:
-            name, attrs, text = self.open.pop()
-            self.done.append((name, attrs, "".join(text)))
-            if self.open:
-                self.open[-1][2].append("".join(text))
-            if name == tag:
-                break
-
-    def handle_data(self, data: str) -> None:
-        if self.open:
-            self.open[-1][2].append(data)
-
-    def having(self, tag: str, cls: str = "") -> list[tuple[str, dict[str, str], str]]:
-        return [e for e in self.done
-                if e[0] == tag and (not cls or cls in e[1].get("class", "").split())]
+        page.wait_for_timeout(50)
+    pytest.fail(f"the page drew nothing after the action (status: {page.inner_text('#status')})")
 
 
-def dom(tmp_path: Path, url: str) -> Elements:
-    elements = Elements()
-    elements.feed(browse(tmp_path, url, "--dump-dom"))
-    return elements
+def visit(page: Page, url: str) -> None:
+    settled(page, lambda: page.goto(url))
 
 
-def console_url(server: Server, trace_id: str, subject_id: str) -> str:
-    return f"{server.url}/console/#key={server.key}&trace={trace_id}&subject={subject_id}"
+def log_in(page: Page, url: str, project: str, key: str) -> None:
+    page.goto(f"{url}/console/")
+    page.wait_for_selector("#login", state="visible")
+    page.fill("#login-project", project)
+    page.fill("#key", key)
+    settled(page, lambda: page.click("#login button[type=submit]"))
 
 
-def test_the_page_shows_the_call_and_every_decision(haki_server: Server, calls: dict[str, str],
-                                                    tmp_path: Path):
-    inspect = get(f"{haki_server.url}/v1/inspect/{calls['tight']}?project_id={DEMO_PROJECT}"
-                  f"&subject_id={DEMO_SUBJECT}", haki_server.key).json()
-    page = dom(tmp_path, console_url(haki_server, calls["tight"], DEMO_SUBJECT))
-    body = page.having("body")[0]
-    assert body[1].get("data-ready") == "true"
-    assert "error" not in next(e for e in page.done if e[1].get("id") == "status")[2]
-    calls_rows = [e for e in page.having("tr") if "data-trace-id" in e[1]]
-    assert len(calls_rows) >= 2
-    selected = next(e for e in calls_rows if "selected" in e[1].get("class", ""))
-    assert selected[1]["data-trace-id"] == calls["tight"]
-
-    decisions = [e for e in page.having("tr") if "decision" in e[1].get("class", "").split()]
-    assert len(decisions) == len(inspect["decisions"])
-    assert [d[1]["data-action"] for d in decisions] == [d["action"] for d in inspect["decisions"]]
-    assert sum("blocked" in d[1]["class"] for d in decisions) == sum(
-        d["action"] == "blocked" for d in inspect["decisions"]) > 0
-    texts = [d[2] for d in decisions]
-    assert any("conflict_open" in t for t in texts) and any("over_budget" in t for t in texts)
-    assert len([e for e in page.having("span", "seg")]) >= len(inspect["decisions"]) - 4
-    budget = [e for e in page.having("tr", "budget-line")]
-    assert len(budget) == 1 and "Budget line: 120 tokens" in budget[0][2]
-    assert "of 120 tokens used" in page.having("div", "budget-label")[0][2]
-    rendered = next(e for e in page.done if e[1].get("id") == "rendered")[2]
-    assert rendered.startswith("<haki_memory>\nFacts:\n")  # as text, not markup
+def listed(page: Page) -> list[str]:
+    return page.eval_on_selector_all("#calls tbody tr[data-trace-id]",
+                                     "rows => rows.map(r => r.dataset.traceId)")
 
 
-def test_hostile_memory_stays_text_in_the_page(haki_server: Server, calls: dict[str, str],
-                                               tmp_path: Path):
-    html = browse(tmp_path, console_url(haki_server, calls["hostile"], HOSTILE_SUBJECT),
-                  "--dump-dom")
-    assert 'data-ready="true"' in html
-    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
-    assert "<haki_memory>" not in html.replace("&lt;haki_memory&gt;", "")
+def inspect(server: Server, trace_id: str, subject: str = SUBJECT) -> dict[str, Any]:
+    with HakiClient(server.url, server.key, project_id=DEMO_PROJECT) as haki:
+        return haki.inspect(trace_id, subject_id=subject).model_dump(mode="json")
 
 
-def test_a_screenshot_shows_badges_and_score_bars(haki_server: Server, calls: dict[str, str],
-                                                  tmp_path: Path):
-    shot = tmp_path / "console.png"
-    browse(tmp_path, console_url(haki_server, calls["tight"], DEMO_SUBJECT),
-           f"--screenshot={shot}")
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
-    pixels = (image.imread(shot)[:, :, :3] * 255).round().astype(int)
-    assert pixels.shape[:2] == (WINDOW[1], WINDOW[0])
+# --------------------------------------------------------------------- the static files
 
-    def count(hex_colour: str) -> int:
-        rgb = np.array([int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)])
-        return int((np.abs(pixels - rgb).sum(axis=2) <= 6).sum())
 
-    # console.css: included / excluded / blocked badges, similarity / recency bar segments.
-    for colour in ("#1f9d55", "#d98e04", "#d64545", "#3867d6", "#a55eea"):
-        assert count(colour) > 200, colour
+def test_the_page_and_its_files_are_static_and_locked_down(haki_server: Server):
+    status, headers, page = http(f"{haki_server.url}/console/")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    policy = headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert "connect-src 'self'" in policy
+    assert haki_server.key.encode() not in page  # no key, no data in the page itself
+    for name, kind in [("console.js", "javascript"), ("console.css", "text/css"),
+                       ("uPlot.iife.min.js", "javascript"), ("uPlot.min.css", "text/css")]:
+        status, headers, _ = http(f"{haki_server.url}/console/{name}")
+        assert status == 200 and kind in headers["Content-Type"], name
+    assert http(f"{haki_server.url}/console/app.py")[0] == 404
+    assert http(f"{haki_server.url}/console/..%2Fapp.py")[0] == 404
+    assert http(f"{haki_server.url}/console/", method="POST")[0] == 405
+    assert http(f"{haki_server.url}/console")[2] == page  # /console → /console/
+
+
+# --------------------------------------------------------------------- the page, as used
+
+
+def test_a_tenant_finds_compares_and_resolves_in_the_page(
+    haki_server: Server, browser: Browser, memory: dict[str, Any]
+):
+    page = browser.new_page(viewport=WIDE)
+    log_in(page, haki_server.url, DEMO_PROJECT, haki_server.key)
+    assert page.evaluate("sessionStorage.getItem('haki.console.key')") == haki_server.key
+    assert haki_server.key not in page.url
+    assert {memory["language"], memory["city"], memory["other"]} <= set(listed(page))
+
+    # Find a call by text.
+    page.fill("#q", "ZEBRA invoice")
+    settled(page, lambda: page.press("#q", "Enter"))
+    assert listed(page) == [memory["language"]]
+    assert "q=ZEBRA" in page.url  # the search is in the deep link
+    shoot(page, "1-search")
+
+    # Open it: every decision of its trace, in order, with comparable bars.
+    settled(page, lambda: page.click(f"tr[data-trace-id='{memory['language']}']"))
+    trace = inspect(haki_server, memory["language"])
+    actions = page.eval_on_selector_all("#decisions tr.decision",
+                                        "rows => rows.map(r => r.dataset.action)")
+    assert actions == [d["action"] for d in trace["decisions"]]
+    assert "conflict_open" in page.inner_text("#decisions")
+    assert page.inner_text("#rendered").startswith("<haki_memory>")
+    assert "the same for every call" in page.inner_text("#legend")
+    # Nothing is cut at 1,280 px: the page is no wider than the window, and the decision
+    # table, every column, fits its panel without scrolling.
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDE["width"]
+    assert page.evaluate("(s => s.scrollWidth <= s.clientWidth)"
+                         "(document.querySelector('#detail .scroll'))")
+    shot = shoot(page, "2-call")
     if os.environ.get("HAKI_UPDATE_SCREENSHOT"):
-        shutil.copyfile(shot, SCREENSHOT)
+        shutil.copyfile(shot, ROOT / "docs" / "console.png")
+
+    # Compare it with the other call of the subject (cleared search, then ⇆ on its row).
+    page.fill("#q", "")
+    settled(page, lambda: page.press("#q", "Enter"))
+    settled(page, lambda: page.click(f"tr[data-trace-id='{memory['city']}'] button.cmp"))
+    assert "view=compare" in page.url and not page.is_hidden("#compare")
+    other = inspect(haki_server, memory["city"])
+    served = [{(d["fact_id"] or d["event_id"]): d["action"] == "included"
+               for d in t["decisions"]} for t in (trace, other)]
+    shown = dict(page.eval_on_selector_all(
+        "#changes tr.change", "rows => rows.map(r => [r.dataset.id, r.dataset.change])"))
+    assert set(shown) == set(served[0]) | set(served[1])
+    expected = {(False, True): {"entered"}, (True, False): {"left"},
+                (True, True): {"moved", "kept"}, (False, False): {"out"}}
+    for candidate, change in shown.items():
+        before, after = (s.get(candidate, False) for s in served)
+        assert change in expected[(before, after)], candidate
+    assert "entered" in shown.values() or "left" in shown.values()
+    shoot(page, "3-compare")
+
+    # The subject's memory: the open conflict, and why its facts were not served.
+    settled(page, lambda: page.keyboard.press("Escape"))
+    settled(page, lambda: page.click("#to-memory"))
+    conflict = page.locator(f".conflict[data-conflict-id='{memory['conflict']}']")
+    assert conflict.count() == 1
+    facts = {f["fact_id"]: f for f in trace["decisions"] if f["fact_id"]}
+    blocked = [i for i, d in facts.items() if d["reason_code"] == "conflict_open"]
+    assert blocked
+    row = page.locator(f"#fact-groups tr[data-fact-id='{blocked[0]}']")
+    row.locator("button.why-not").click()
+    assert "blocked in this call: conflict_open" in row.inner_text()
+    assert "Marie asked for her invoice" in page.inner_text("#episodes")
+    shoot(page, "4-memory")
+
+    # Resolve it: keep the first value.
+    keep = conflict.locator("button.keep").first.get_attribute("data-fact-id")
+    conflict.locator("button.keep").first.click()
+    page.wait_for_selector(f".conflict[data-conflict-id='{memory['conflict']}']",
+                           state="detached")
+    assert "No open conflict" in page.inner_text("#conflicts")
+
+    # The next call serves the kept fact, with no conflict left.
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        after = haki.context(SUBJECT, "Which language for the zebra invoice letter?",
+                             purpose="support_reply")
+    visit(page, f"{haki_server.url}/console/#view=call&q=zebra")
+    assert listed(page)[0] == str(after.trace_id)
+    page.keyboard.press("j")  # the first row takes the focus
+    settled(page, lambda: page.keyboard.press("Enter"))
+    assert f"trace={after.trace_id}" in page.url
+    decisions = dict(page.eval_on_selector_all(
+        "#decisions tr.decision", "rows => rows.map(r => [r.dataset.id, r.dataset.action])"))
+    assert decisions[keep] == "included"
+    assert "conflict_open" not in page.inner_text("#decisions")
+    shoot(page, "5-after-resolve")
+
+    # Charts from the rollups and the tail: one per figure, project and subject.
+    visit(page, f"{haki_server.url}/console/#view=charts&days=1&subject={SUBJECT}")
+    assert page.locator("#chart-grid .chart canvas").count() == 4
+    assert page.locator("#chart-grid .u-legend th").count() >= 8  # project + subject lines
+    shoot(page, "6-charts")
+
+    # A narrow window: one column, nothing wider than the window but the scrolled tables.
+    page.set_viewport_size(NARROW)
+    visit(page, f"{haki_server.url}/console/#view=call&trace={after.trace_id}&subject={SUBJECT}")
+    columns = page.evaluate("getComputedStyle(document.querySelector('main'))"
+                            ".gridTemplateColumns.split(' ').length")
+    assert columns == 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= NARROW["width"]
+    shoot(page, "7-narrow")
+    page.close()
+
+
+def test_hostile_memory_stays_text_in_the_page(haki_server: Server, browser: Browser):
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        call = haki.context(HOSTILE_SUBJECT, HOSTILE_QUERY, purpose="test", budget_tokens=4000)
+    page = browser.new_page(viewport=WIDE)
+    log_in(page, haki_server.url, DEMO_PROJECT, haki_server.key)
+    visit(page, f"{haki_server.url}/console/#view=call&trace={call.trace_id}"
+                f"&subject={HOSTILE_SUBJECT}")
+    html = page.content()
+    assert "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold</b>" not in html
+    assert page.locator("#decisions b, #rendered b, #decisions script").count() == 0
+    assert page.inner_text("#rendered").startswith("<haki_memory>")
+    page.close()
+
+
+def test_a_key_of_another_project_sees_none_of_it(
+    haki_server: Server, clients_data_dir: Path, browser: Browser, memory: dict[str, Any]
+):
+    printed = run_cli(clients_data_dir, "keys", "create", "--org", "elsewhere", "--project",
+                      "console-other", "--create-project", "--label", "console test")
+    key = re.search(r"^key:\s+(hk_\S+)$", printed, re.M).group(1)
+
+    # Its own project: nothing of the demo project's calls, memory or charts.
+    page = browser.new_page(viewport=WIDE)
+    log_in(page, haki_server.url, "console-other", key)
+    assert listed(page) == []
+    visit(page, f"{haki_server.url}/console/#view=call&trace={memory['language']}"
+                f"&subject={SUBJECT}")
+    assert "trace_not_found" in page.inner_text("#status")
+    visit(page, f"{haki_server.url}/console/#view=memory&subject={SUBJECT}")
+    assert "No open conflict" in page.inner_text("#conflicts")
+    assert page.locator("#fact-groups tr[data-fact-id]").count() == 0
+    assert page.locator("#episodes li").count() == 0
+    shoot(page, "8-other-project")
+    page.close()
+
+    # The demo project named with this key: the API refuses every request the page makes.
+    page = browser.new_page(viewport=WIDE)
+    answers: list[tuple[str, int]] = []
+    page.on("response", lambda r: answers.append((r.url, r.status)) if "/v1/" in r.url else None)
+    log_in(page, haki_server.url, DEMO_PROJECT, key)
+    for view in (f"view=call&trace={memory['language']}&subject={SUBJECT}",
+                 f"view=memory&subject={SUBJECT}", "view=charts&days=7"):
+        visit(page, f"{haki_server.url}/console/#{view}")
+        assert "forbidden_scope" in page.inner_text("#status")
+    assert answers and {status for _, status in answers} == {403}
+    assert listed(page) == []
+    page.close()
+
+    # And each route the page uses, asked directly.
+    scope = f"project_id={DEMO_PROJECT}&subject_id={SUBJECT}"
+    for path in (f"/v1/calls?{scope}", f"/v1/calls/{memory['language']}?{scope}",
+                 f"/v1/stats/series?{scope}", f"/v1/events?{scope}", f"/v1/facts?{scope}",
+                 f"/v1/conflicts?{scope}"):
+        assert http(haki_server.url + path, key)[0] == 403, path
+        assert http(haki_server.url + path)[0] == 401, path

@@ -107,3 +107,31 @@ def test_no_answer_to_a_carries_an_id_of_b(client: Client, server: Server) -> No
             "&subject_id=user-john", key=server.key)
         seen = {d["fact_id"] or d["event_id"] for d in trace.json["decisions"]}
         assert not seen & other_ids
+
+
+def test_the_consoles_reads_show_a_nothing_of_b(
+    client: Client, server: Server, other_key: str, other_trace: str
+) -> None:
+    own = f"project_id={DEMO_PROJECT}"
+    # A's own project, searched for B's subject and query text: only A's own calls (an earlier
+    # test asked A's project about a subject of the same name), never B's.
+    for query in (f"q={OTHER_SUBJECT}", "q=allergies", f"subject_id={OTHER_SUBJECT}"):
+        reply = client.request("GET", f"/v1/calls?{own}&{query}", key=server.key)
+        assert reply.status == 200, query
+        assert other_trace not in {c["trace_id"] for c in reply.json["calls"]}, query
+        assert "allergies ?" not in {c["query"] for c in reply.json["calls"]}, query
+    listed = client.request("GET", f"/v1/calls?{own}&limit=200", key=server.key)
+    assert other_trace not in {c["trace_id"] for c in listed.json["calls"]}
+    detail = client.request(
+        "GET", f"/v1/calls/{other_trace}?{own}&subject_id={OTHER_SUBJECT}", key=server.key)
+    assert (detail.status, detail.json["error"]["code"]) == (404, "trace_not_found")
+    events = client.request("GET", f"/v1/events?{own}&subject_id={OTHER_SUBJECT}",
+                            key=server.key)
+    assert events.status == 200
+    assert not {e["id"] for e in events.json["events"]} & _other_ids()
+    # B's project named with A's key: refused, whatever the route.
+    theirs = f"project_id={OTHER}&subject_id={OTHER_SUBJECT}"
+    for path in (f"/v1/calls?{theirs}", f"/v1/calls/{other_trace}?{theirs}",
+                 f"/v1/stats/series?{theirs}", f"/v1/events?{theirs}"):
+        reply = client.request("GET", path, key=server.key)
+        assert (reply.status, reply.json["error"]["code"]) == (403, "forbidden_scope"), path

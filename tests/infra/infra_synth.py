@@ -34,6 +34,18 @@ class Synth:
     def resources(self, resource_type: str) -> dict[str, dict[str, Any]]:
         return self.template.find_resources(resource_type)
 
+    def resource_paths(self) -> dict[str, str]:
+        """The path of each API Gateway resource, by logical id."""
+        resources = self.resources("AWS::ApiGateway::Resource")
+
+        def path_of(resource_id: str) -> str:
+            props = resources[resource_id]["Properties"]
+            parent = props["ParentId"]
+            prefix = path_of(parent["Ref"]) if "Ref" in parent else ""
+            return f"{prefix}/{props['PathPart']}"
+
+        return {resource_id: path_of(resource_id) for resource_id in resources}
+
     def logical_id(self, construct: Any) -> str:
         """Logical id of an L2 construct's CloudFormation resource."""
         return self.stack.resolve(self.stack.get_logical_id(construct.node.default_child))

@@ -216,3 +216,56 @@ def test_sql_buckets_are_half_open_and_match_the_reference(pg_superuser_url: str
     assert [r[0] for r in rows] == reference
     assert [r[0] for r in rows][:3] == [0, 0, 1]
     assert rows[-1][0] == buckets.HISTOGRAM_SIZE - 1
+
+
+def _raw_series(conn: psycopg.Connection, project: str, subject: str | None,
+                since: datetime) -> list[tuple]:
+    """The reference series, per UTC hour, straight from the raw calls (as the owner)."""
+    rows = conn.execute(
+        "SELECT date_trunc('hour', created_at AT TIME ZONE 'UTC'), latency_ms, facts_served, "
+        "token_count FROM context_calls WHERE project_id = %s "
+        "AND (%s::text IS NULL OR subject_id = %s) AND created_at >= %s",
+        (project, subject, subject, since)).fetchall()
+    hours: dict[datetime, list[tuple]] = {}
+    for hour, *rest in rows:
+        hours.setdefault(hour.replace(tzinfo=UTC), []).append(tuple(rest))
+
+    def percentile(latencies: list[float], percent: int) -> float:
+        value = sorted(latencies)[math.ceil(len(latencies) * percent / 100) - 1]
+        return float(buckets.LATENCY_BOUNDS_MS[min(
+            bisect.bisect_right(buckets.LATENCY_BOUNDS_MS, value),
+            len(buckets.LATENCY_BOUNDS_MS) - 1)])
+
+    return [(hour, len(calls), sum(c[1] > 0 for c in calls), sum(c[2] for c in calls),
+             percentile([c[0] for c in calls], 50), percentile([c[0] for c in calls], 95))
+            for hour, calls in sorted(hours.items())]
+
+
+def test_series_matches_raw_calls_hour_by_hour_from_rollups_and_tail(
+    owner: psycopg.Connection, app: Database, stats_db: Database, now: datetime,
+    urls: dict[Role, str]
+) -> None:
+    project = f"p-{uuid.uuid4().hex[:8]}"
+    _seed(owner, project, seed=3, now=now)
+    _seed(owner, project + "-other", seed=4, now=now)
+    _call(owner, project, "alice", at=now, latency=42.0, facts=1, tokens=100)  # in the tail
+
+    def series(subject: str | None) -> tuple[datetime, list[tuple]]:
+        with acting_as_tenant(urls[Role.OWNER], project):
+            answer = stats.series(app, project_id=project, subject_id=subject, days=2,
+                                  granularity="hour")
+        return answer.since, [(p.start, p.calls, p.calls_with_facts, p.tokens_served,
+                               p.latency_p50_ms, p.latency_p95_ms) for p in answer.points]
+
+    # The calls are dated back behind the watermark another test may have moved: roll their
+    # hours up again, so that the older hours come from the rollups and the last from the tail.
+    rolled = stats.aggregate(stats_db, rerun_from=now - timedelta(days=3))
+    assert rolled.calls > 0 and rolled.rolled_until > now - timedelta(hours=2)
+    first = {subject: series(subject) for subject in (None, "alice")}
+    for subject, (since, points) in first.items():
+        assert points == _raw_series(owner, project, subject, since)
+        assert sum(p[1] for p in points) == (121 if subject is None else 61)
+        assert any(p[0] >= rolled.rolled_until for p in points)  # some hours from the tail
+    stats.aggregate(stats_db)
+    for subject, (since, points) in first.items():
+        assert series(subject) == (since, points)

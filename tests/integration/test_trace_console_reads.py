@@ -1,13 +1,14 @@
-"""The two reads of the local trace console (``haki.assembler.trace``): the project's recent
-calls and the current text of the candidates a trace names, on the runtime role."""
+"""Two reads of the console (``haki.calls``) on the runtime role: the project's calls, newest
+first, and the current text of the candidates a trace names."""
 
 import psycopg
 import pytest
 
+from haki.calls import CallListRequest, list_calls
+from haki.calls.detail import candidate_texts
 from haki.db import Database
 from haki.errors import ForbiddenScope
 from haki.text import event_text, fact_text
-from haki_local.console.reads import candidate_texts, recent_calls
 from tests.integration.conftest import Asker, Seeder, blend, unit_vector
 
 Q = unit_vector(7)
@@ -18,6 +19,10 @@ def test_recent_calls_are_the_projects_newest_first(seed: Seeder, ask: Asker, ap
     seed.fact("note", "the note", blend(Q, unit_vector(70), 0.2))
     first = ask("first question", Q)
     second = ask("second question", Q, subject_id="bob", budget=50, purpose=None)
+    def recent_calls(db: Database, project: str, limit: int = 50) -> list:
+        request = CallListRequest(project_id=project, limit=limit)
+        return list(list_calls(db, project, request).calls)
+
     calls = recent_calls(app_db, project_id)
     assert [c.trace_id for c in calls] == [second.response.trace_id, first.response.trace_id]
     newest = calls[0]
@@ -30,7 +35,7 @@ def test_recent_calls_are_the_projects_newest_first(seed: Seeder, ask: Asker, ap
         second.response.trace_id]
     # The key acts for its own project only.
     with pytest.raises(ForbiddenScope):
-        recent_calls(app_db, project_id + "-other")
+        list_calls(app_db, project_id, CallListRequest(project_id=project_id + "-other"))
 
 
 def test_candidate_texts_are_the_current_texts_in_scope(seed: Seeder, app_db: Database,

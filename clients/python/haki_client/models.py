@@ -11,6 +11,28 @@ from haki_client._base import ContextPacketModel, ContextResponseModel, Model
 from pydantic import AwareDatetime, ConfigDict
 
 
+class CallSummary(Model):
+    """
+    One context call as the listing shows it: what was asked and what was served, without
+    the packet.
+    """
+
+    budget_tokens: int
+    candidates: int
+    created_at: AwareDatetime
+    empty_reason: Literal["no_memory", "no_relevant_memory", "all_filtered"] | None
+    episodes_served: int
+    facts_served: int
+    latency_ms: float
+    purpose: str | None
+    query: str
+    status: Literal["ok", "degraded"]
+    subject_id: str
+    token_count: int
+    trace_id: UUID
+    warnings: list[str]
+
+
 class ConflictFact(Model):
     id: UUID
     predicate: str
@@ -78,6 +100,14 @@ class EventIn(Model):
     occurred_at: AwareDatetime | None = None
     payload: dict[str, Any] | None = None
     subject_id: str
+
+
+class EventView(Model):
+    id: UUID
+    kind: str
+    occurred_at: AwareDatetime
+    payload: dict[str, Any]
+    recorded_at: AwareDatetime
 
 
 class EventWritten(Model):
@@ -215,6 +245,17 @@ class PacketFact(Model):
     value: Any
 
 
+class Ranking(Model):
+    """
+    How the service fuses its two retrieval arms, for drawing a fused score as its parts:
+    each arm adds ``weight / (rrf_k + rank)``.
+    """
+
+    rrf_k: float
+    rrf_weight_text: float
+    rrf_weight_vector: float
+
+
 class ResolveRequest(Model):
     model_config = ConfigDict(
         extra="forbid",
@@ -228,6 +269,20 @@ class ResolveResponse(Model):
     kept_fact_id: UUID
     resolved_at: AwareDatetime
     superseded_fact_ids: list[UUID]
+
+
+class SeriesPoint(Model):
+    """
+    One bucket of ``GET /v1/stats/series``: the calls that started in it.
+    """
+
+    calls: int
+    calls_with_facts: int
+    injection_rate: float | None
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+    start: AwareDatetime
+    tokens_served: int
 
 
 class StatsOverview(Model):
@@ -245,6 +300,18 @@ class StatsOverview(Model):
     recall_count: int
     recall_p50_ms: float | None
     recall_p99_ms: float | None
+    subject_id: str | None
+
+
+class StatsSeries(Model):
+    """
+    ``GET /v1/stats/series``: the buckets that hold calls, oldest first.
+    """
+
+    granularity: Literal["hour", "day"]
+    points: list[SeriesPoint]
+    project_id: str
+    since: AwareDatetime
     subject_id: str | None
 
 
@@ -268,6 +335,11 @@ class TraceDecision(Model):
     tokens: int | None
     unconfirmed: bool = False
     vector_rank: int | None = None
+
+
+class CallPage(Model):
+    calls: list[CallSummary]
+    next_cursor: str | None
 
 
 class ConflictPage(Model):
@@ -295,6 +367,11 @@ class ContextResponse(ContextResponseModel):
 
 class Error(Model):
     error: ErrorDetail
+
+
+class EventPage(Model):
+    events: list[EventView]
+    next_cursor: str | None
 
 
 class EventsRequest(Model):
@@ -333,3 +410,15 @@ class InspectResponse(Model):
     subject_id: str
     token_count: int
     trace_id: UUID
+
+
+class CallDetail(Model):
+    """
+    One call: its packet and every decision (as ``GET /v1/inspect``), the current text of
+    each candidate (absent once erased), and the packet as the ``<haki_memory>`` block.
+    """
+
+    ranking: Ranking
+    rendered: str
+    texts: dict[str, str]
+    trace: InspectResponse

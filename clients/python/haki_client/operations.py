@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from haki_client.models import (
+    CallDetail,
+    CallPage,
     ConflictPage,
     ContextRequest,
     ContextResponse,
+    EventPage,
     EventsRequest,
     EventsResponse,
     FactPage,
@@ -26,6 +29,7 @@ from haki_client.models import (
     ResolveRequest,
     ResolveResponse,
     StatsOverview,
+    StatsSeries,
 )
 
 
@@ -53,6 +57,15 @@ INSPECT = Operation("GET", "/v1/inspect/{trace_id}", InspectResponse,
                     query=("project_id", "subject_id"))
 STATS_OVERVIEW = Operation("GET", "/v1/stats/overview", StatsOverview,
                            query=("project_id", "subject_id"))
+# The console's reads of past calls, usage over time, and a subject's episodes.
+LIST_CALLS = Operation("GET", "/v1/calls", CallPage, query=(
+    "project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose", "since",
+    "until", "cursor", "limit"))
+CALL = Operation("GET", "/v1/calls/{trace_id}", CallDetail, query=("project_id", "subject_id"))
+STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
+                         query=("project_id", "subject_id", "days", "granularity"))
+LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
+                        query=("project_id", "subject_id", "cursor", "limit"))
 
 # The writes. Events are idempotent because the client gives every event an idempotency key
 # (haki_client.client): a replay returns the stored id. The others may have run when an
@@ -75,5 +88,5 @@ FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
 #: Every operation of the API; the drift test requires one per path and method of the document.
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
-    LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET,
+    LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
 )

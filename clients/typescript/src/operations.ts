@@ -27,6 +27,25 @@ export const OPERATIONS = {
     method: "GET", path: "/v1/stats/overview", query: ["project_id", "subject_id"],
     body: false, idempotent: true,
   },
+  // The console's reads of past calls, usage over time, and a subject's episodes.
+  listCalls: {
+    method: "GET", path: "/v1/calls",
+    query: ["project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose",
+      "since", "until", "cursor", "limit"],
+    body: false, idempotent: true,
+  },
+  call: {
+    method: "GET", path: "/v1/calls/{trace_id}", query: ["project_id", "subject_id"],
+    body: false, idempotent: true,
+  },
+  statsSeries: {
+    method: "GET", path: "/v1/stats/series",
+    query: ["project_id", "subject_id", "days", "granularity"], body: false, idempotent: true,
+  },
+  listEvents: {
+    method: "GET", path: "/v1/events", query: ["project_id", "subject_id", "cursor", "limit"],
+    body: false, idempotent: true,
+  },
   // The writes. Events are idempotent because the client gives every event an idempotency
   // key (a replay returns the stored id); the others may have run when an attempt times out.
   writeEvents: { method: "POST", path: "/v1/events", query: [], body: true, idempotent: true },

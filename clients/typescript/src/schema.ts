@@ -4,6 +4,40 @@
  */
 
 export interface paths {
+    "/v1/calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's context calls, newest first, searched and filtered */
+        get: operations["listCalls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/calls/{trace_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A context call as the console draws it: trace, candidate texts, block */
+        get: operations["getCall"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conflicts": {
         parameters: {
             query?: never;
@@ -62,7 +96,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** A subject's episodes (its events), newest first */
+        get: operations["listEvents"];
         put?: never;
         /** Store a batch of events (episodes) or of conversation messages, idempotently */
         post: operations["writeEvents"];
@@ -158,10 +193,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/stats/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Calls, latency, injection rate and tokens served over time (from the rollups) */
+        get: operations["getStatsSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * CallDetail
+         * @description One call: its packet and every decision (as ``GET /v1/inspect``), the current text of
+         *     each candidate (absent once erased), and the packet as the ``<haki_memory>`` block.
+         */
+        CallDetail: {
+            ranking: components["schemas"]["Ranking"];
+            /** Rendered */
+            rendered: string;
+            /** Texts */
+            texts: {
+                [key: string]: string;
+            };
+            trace: components["schemas"]["InspectResponse"];
+        };
+        /** CallPage */
+        CallPage: {
+            /** Calls */
+            calls: components["schemas"]["CallSummary"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /**
+         * CallSummary
+         * @description One context call as the listing shows it: what was asked and what was served, without
+         *     the packet.
+         */
+        CallSummary: {
+            /** Budget Tokens */
+            budget_tokens: number;
+            /** Candidates */
+            candidates: number;
+            /**
+             * Created At
+             * Format: date-time
+             */
+            created_at: string;
+            /** Empty Reason */
+            empty_reason: ("no_memory" | "no_relevant_memory" | "all_filtered") | null;
+            /** Episodes Served */
+            episodes_served: number;
+            /** Facts Served */
+            facts_served: number;
+            /** Latency Ms */
+            latency_ms: number;
+            /** Purpose */
+            purpose: string | null;
+            /** Query */
+            query: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "ok" | "degraded";
+            /** Subject Id */
+            subject_id: string;
+            /** Token Count */
+            token_count: number;
+            /**
+             * Trace Id
+             * Format: uuid
+             */
+            trace_id: string;
+            /** Warnings */
+            warnings: string[];
+        };
         /** ConflictFact */
         ConflictFact: {
             /**
@@ -310,6 +428,37 @@ export interface components {
             };
             /** Subject Id */
             subject_id: string;
+        };
+        /** EventPage */
+        EventPage: {
+            /** Events */
+            events: components["schemas"]["EventView"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /** EventView */
+        EventView: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Kind */
+            kind: string;
+            /**
+             * Occurred At
+             * Format: date-time
+             */
+            occurred_at: string;
+            /** Payload */
+            payload: {
+                [key: string]: unknown;
+            };
+            /**
+             * Recorded At
+             * Format: date-time
+             */
+            recorded_at: string;
         };
         /** EventWritten */
         EventWritten: {
@@ -619,6 +768,19 @@ export interface components {
             /** Value */
             value: unknown;
         };
+        /**
+         * Ranking
+         * @description How the service fuses its two retrieval arms, for drawing a fused score as its parts:
+         *     each arm adds ``weight / (rrf_k + rank)``.
+         */
+        Ranking: {
+            /** Rrf K */
+            rrf_k: number;
+            /** Rrf Weight Text */
+            rrf_weight_text: number;
+            /** Rrf Weight Vector */
+            rrf_weight_vector: number;
+        };
         /** ResolveRequest */
         ResolveRequest: {
             /**
@@ -650,6 +812,29 @@ export interface components {
             superseded_fact_ids: string[];
         };
         /**
+         * SeriesPoint
+         * @description One bucket of ``GET /v1/stats/series``: the calls that started in it.
+         */
+        SeriesPoint: {
+            /** Calls */
+            calls: number;
+            /** Calls With Facts */
+            calls_with_facts: number;
+            /** Injection Rate */
+            injection_rate: number | null;
+            /** Latency P50 Ms */
+            latency_p50_ms: number | null;
+            /** Latency P95 Ms */
+            latency_p95_ms: number | null;
+            /**
+             * Start
+             * Format: date-time
+             */
+            start: string;
+            /** Tokens Served */
+            tokens_served: number;
+        };
+        /**
          * StatsOverview
          * @description ``GET /v1/stats/overview``. Latency and rates are ``null`` until calls exist.
          */
@@ -674,6 +859,28 @@ export interface components {
             recall_p50_ms: number | null;
             /** Recall P99 Ms */
             recall_p99_ms: number | null;
+            /** Subject Id */
+            subject_id: string | null;
+        };
+        /**
+         * StatsSeries
+         * @description ``GET /v1/stats/series``: the buckets that hold calls, oldest first.
+         */
+        StatsSeries: {
+            /**
+             * Granularity
+             * @enum {string}
+             */
+            granularity: "hour" | "day";
+            /** Points */
+            points: components["schemas"]["SeriesPoint"][];
+            /** Project Id */
+            project_id: string;
+            /**
+             * Since
+             * Format: date-time
+             */
+            since: string;
             /** Subject Id */
             subject_id: string | null;
         };
@@ -728,6 +935,168 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    listCalls: {
+        parameters: {
+            query: {
+                project_id: string;
+                subject_id?: string | null;
+                /** @description text the query or the subject id contains (any case) */
+                q?: string | null;
+                status?: ("ok" | "degraded") | null;
+                /** @description code of a warning the packet carries, e.g. open_conflict */
+                warning?: string | null;
+                /** @description why the packet was empty; served: calls whose packet was not */
+                empty_reason?: ("no_memory" | "no_relevant_memory" | "all_filtered") | "served" | null;
+                purpose?: string | null;
+                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                since?: string | null;
+                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                until?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallPage"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getCall: {
+        parameters: {
+            query: {
+                project_id: string;
+                subject_id: string;
+            };
+            header?: never;
+            path: {
+                /** @description trace_id returned by POST /v1/context; any other text is an unknown trace (404) */
+                trace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallDetail"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description trace_not_found: Unknown trace id, or one of another scope (the same answer: no existence leak) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listConflicts: {
         parameters: {
             query: {
@@ -982,6 +1351,76 @@ export interface operations {
                 };
             };
             /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); budget_exceeded: `budget_tokens` is not a positive integer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query: {
+                project_id: string;
+                subject_id: string;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1612,6 +2051,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatsOverview"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getStatsSeries: {
+        parameters: {
+            query: {
+                project_id: string;
+                subject_id?: string | null;
+                /** @description window, in days up to now */
+                days?: number;
+                /** @description bucket size */
+                granularity?: "hour" | "day";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StatsSeries"];
                 };
             };
             /** @description unauthorized: missing, unknown or revoked API key */

@@ -34,7 +34,11 @@ class Route:
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/context", "context"),
     Route("GET", "/v1/inspect/{trace_id}", "inspect"),
+    # The console's reads of past calls (same function as inspect: same tables, same replica).
+    Route("GET", "/v1/calls", "inspect"),
+    Route("GET", "/v1/calls/{trace_id}", "inspect"),
     Route("GET", "/v1/stats/overview", "stats"),
+    Route("GET", "/v1/stats/series", "stats"),
     # Writes that embed (the model, a full vCPU): functions/ingest.
     Route("POST", "/v1/events", "ingest", BATCH_BODY_BYTES),
     Route("POST", "/v1/facts", "ingest", BATCH_BODY_BYTES),
@@ -42,6 +46,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/facts", "memory"),
     Route("POST", "/v1/facts/{fact_id}/status", "memory"),
     Route("GET", "/v1/conflicts", "memory"),
+    Route("GET", "/v1/events", "memory"),
     Route("POST", "/v1/conflicts/{conflict_id}/resolve", "memory"),
     Route("POST", "/v1/forget", "memory"),
 )

@@ -233,6 +233,6 @@ def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
              f"workers: {workers} (requests served in parallel)", ""]
     for comment, command in examples(url, key, trace_id):
         lines += [f"# {comment}", command]
-    lines += ["", "# the trace console (read-only; the key stays in the URL fragment, never sent)",
-              f"Trace console: {url}/console/#key={key}"]
+    lines += ["", "# the console (the key stays in the URL fragment and the tab, never sent)",
+              f"Console: {url}/console/#project={DEMO_PROJECT}&key={key}"]
     return "\n".join([*lines, "", "Ctrl-C stops the server."])

@@ -1,7 +1,7 @@
 """Usage statistics: the overview of one project (docs/spec.md §5) and the rollup aggregation
 (§7), one concern per module: ``histogram`` (the mergeable latency histogram, pure),
-``models`` (the API response), ``overview`` (the read), ``aggregation`` (the scheduled
-rollup).
+``models`` (the API responses), ``overview`` and ``series`` (the reads), ``aggregation``
+(the scheduled rollup).
 
 Design
 ------
@@ -30,9 +30,11 @@ Design
 """
 
 from haki.stats.aggregation import GRACE, AggregationResult, aggregate
-from haki.stats.models import DayCount, StatsOverview
+from haki.stats.models import DayCount, Granularity, SeriesPoint, StatsOverview, StatsSeries
 from haki.stats.overview import overview
 from haki.stats.partitions import PartitionMaintenance, maintain_partitions
+from haki.stats.series import MAX_SERIES_DAYS, series
 
-__all__ = ["GRACE", "AggregationResult", "DayCount", "PartitionMaintenance", "StatsOverview",
-           "aggregate", "maintain_partitions", "overview"]
+__all__ = ["GRACE", "MAX_SERIES_DAYS", "AggregationResult", "DayCount", "Granularity",
+           "PartitionMaintenance", "SeriesPoint", "StatsOverview", "StatsSeries", "aggregate",
+           "maintain_partitions", "overview", "series"]

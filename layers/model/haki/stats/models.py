@@ -1,8 +1,12 @@
-"""The response model of ``GET /v1/stats/overview``."""
+"""The response models of ``GET /v1/stats/overview`` and ``GET /v1/stats/series``."""
 
-from datetime import date
+from datetime import date, datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+#: The bucket of a series: an hour (the rollups' own) or a UTC day.
+Granularity = Literal["hour", "day"]
 
 
 class DayCount(BaseModel):
@@ -30,3 +34,30 @@ class StatsOverview(BaseModel):
     #: Alias of ``injection_rate``, kept for older clients.
     hit_rate: float | None
     context_tokens_served: int
+
+
+class SeriesPoint(BaseModel):
+    """One bucket of ``GET /v1/stats/series``: the calls that started in it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start: datetime
+    calls: int
+    calls_with_facts: int
+    #: Share of the bucket's calls that served at least one fact.
+    injection_rate: float | None
+    tokens_served: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+
+
+class StatsSeries(BaseModel):
+    """``GET /v1/stats/series``: the buckets that hold calls, oldest first."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    project_id: str
+    subject_id: str | None
+    granularity: Granularity
+    since: datetime
+    points: list[SeriesPoint]
