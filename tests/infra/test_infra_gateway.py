@@ -55,17 +55,23 @@ def test_the_authorizer_is_the_key_function_cached_per_authorization_header(
 
 def test_every_method_uses_the_authorizer_and_is_metered(default: Synth) -> None:
     (authorizer_id, _) = _one(default, "AWS::ApiGateway::Authorizer")
-    methods = default.resources("AWS::ApiGateway::Method").values()
+    paths = default.resource_paths()
+    api, console = [], []
+    for method in default.resources("AWS::ApiGateway::Method").values():
+        path = paths[method["Properties"]["ResourceId"]["Ref"]]
+        (console if path.startswith("/console") else api).append(method["Properties"])
     # Every route, and the ANY (405) method of every routed path.
-    assert len(methods) == len(ROUTES) + len({r.path for r in ROUTES})
-    for method in methods:
-        props = method["Properties"]
+    assert len(api) == len(ROUTES) + len({r.path for r in ROUTES})
+    for props in api:
         assert props["AuthorizationType"] == "CUSTOM", props["HttpMethod"]
         assert props["AuthorizerId"] == {"Ref": authorizer_id}
         # Required, and with the AUTHORIZER source it is the authorizer's, never a header.
         assert props["ApiKeyRequired"] is True
         assert not any("x-api-key" in name.lower()
                        for name in props.get("RequestParameters", {}))
+    # The console's page and files are static and public (the page asks for the key); they
+    # are only ever read.
+    assert console and all(p["HttpMethod"] == "GET" for p in console)
 
 
 def test_the_usage_plan_throttles_and_meters_per_key_on_the_stage(default: Synth) -> None:
