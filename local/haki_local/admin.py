@@ -8,7 +8,7 @@ for the project to be created.
 """
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
@@ -120,13 +120,20 @@ def list_projects(db: Database) -> list[ProjectInfo]:
 
 
 def create_key(db: Database, *, org_id: str, project_id: str, label: str | None = None,
-               create_project: bool = False) -> NewKey:
+               create_project: bool = False,
+               before_insert: Callable[[str], object] | None = None) -> NewKey:
     """Create a key for a project of ``org_id`` (as the owner); the project must exist and be
-    that org's, or is created first with ``create_project``. The clear key is not kept."""
+    that org's, or is created first with ``create_project``. The clear key is not kept.
+
+    ``before_insert`` is called with the project id once the project is checked, inside the
+    key's transaction (registering the project's usage key, say): when it raises, neither the
+    key nor the project is made."""
     _check_ids(org_id, project_id)
     key = generate_key()
     with db.transaction() as conn:
         _ensure_project(conn, org_id, project_id, create=create_project)
+        if before_insert is not None:
+            before_insert(project_id)
         row = conn.execute(
             f"INSERT INTO api_keys (key_hash, prefix, org_id, project_id, label) "
             f"VALUES (%s, %s, %s, %s, %s) RETURNING {_COLUMNS}",

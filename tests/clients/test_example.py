@@ -1,6 +1,8 @@
 """``examples/agent_loop.py`` runs as a user would run it, against the clients'
-``haki serve`` and against no service at all (it fails open)."""
+``haki serve`` and against no service at all (it fails open); the README's Quickstart context
+calls answer against that server as the README shows them."""
 
+import json
 import os
 import re
 import subprocess
@@ -10,9 +12,10 @@ from pathlib import Path
 from haki_client import HakiClient
 from haki_local.demo import DEMO_PROJECT
 from tests.clients.stub import closed_port_url
-from tests.e2e.conftest import Server
+from tests.e2e.conftest import Client, Server
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_loop.py"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "agent_loop.py"
 
 
 def run_example(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -59,3 +62,40 @@ def test_the_agent_loop_answers_without_haki():
     assert "trace None" in done.stdout and "[memory]" not in done.stdout
     assert "user: Hello?" in done.stdout and "haki_unavailable" in done.stderr
     assert "turn 1 not captured: connection_error" in done.stderr
+
+
+def readme_context_calls() -> list[tuple[dict[str, object], str]]:
+    """The README Quickstart's ``curl .../v1/context`` commands, in order: each request body
+    and the output the README shows under it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quickstart = readme.split("\n## Quickstart\n", 1)[1].split("\n## ", 1)[0]
+    calls = []
+    for command in re.split(r"^\$ ", quickstart, flags=re.MULTILINE):
+        found = re.match(r"curl -s \S+/v1/context .*?-d '(.*?)'\n(.*?)(?:```|\Z)", command,
+                         re.DOTALL)
+        if found:
+            calls.append((json.loads(found.group(1)), found.group(2)))
+    return calls
+
+
+def test_the_readme_quickstart_answers_as_it_shows(haki_server: Server):
+    """The first example is a healthy call (``ok``, no warning); the next one shows a
+    ``degraded`` packet and the warnings the README quotes."""
+    [(first, first_shown), (held_back, held_back_shown), *_] = readme_context_calls()
+    client = Client(haki_server.url)
+
+    answer = client.request("POST", "/v1/context", key=haki_server.key, body=first)
+    assert answer.status == 200, answer.json
+    packet = answer.json["packet"]
+    assert packet["status"] == "ok" and packet["warnings"] == []
+    assert '"status": "ok"' in first_shown and '"warnings": []' in first_shown
+    shown = set(re.findall(r'"predicate": "(\w+)"', first_shown))
+    assert shown and shown <= {fact["predicate"] for fact in packet["facts"]}
+
+    answer = client.request("POST", "/v1/context", key=haki_server.key, body=held_back)
+    assert answer.status == 200, answer.json
+    packet = answer.json["packet"]
+    assert packet["status"] == "degraded" and '"status": "degraded"' in held_back_shown
+    reasons = {warning.split(":", 1)[0] for warning in packet["warnings"]}
+    assert reasons == {"open_conflict", "volatility_expired"}
+    assert all(f'"{warning}"' in held_back_shown for warning in packet["warnings"])

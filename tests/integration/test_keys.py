@@ -1,15 +1,22 @@
 """API keys against the real schema: the runtime role authenticates through
 ``haki_authenticate`` only, revocation is effective on the next call, listings never hold
-the key."""
+the key; ``haki keys create --usage-plan-id`` puts the project's usage key in the usage plan
+(API Gateway faked by moto) or, when AWS refuses, makes no key."""
 
+import json
+import re
 import uuid
+from collections.abc import Callable, Iterator
 
+import boto3
 import psycopg
 import pytest
+from moto import mock_aws
 
-from haki.db import Database
+from haki.db import Database, Role
 from haki.errors import ProjectOfAnotherOrg, Unauthorized, ValidationFailed
-from haki.keys import authenticate, hash_key
+from haki.keys import authenticate, hash_key, usage_key
+from haki.settings import get_settings
 from haki_local.admin import (
     create_key,
     create_project,
@@ -18,6 +25,7 @@ from haki_local.admin import (
     list_projects,
     revoke_key,
 )
+from haki_local.cli import main
 
 
 def test_created_key_authenticates_to_its_project_only(
@@ -106,3 +114,101 @@ def test_a_project_belongs_to_one_org_and_keys_follow_it(
     assert authenticate(app_db, key).org_id == "acme"
     assert create_project(owner_db, org_id="acme", project_id=theirs).org_id == "acme"
     assert theirs in {p.project_id for p in list_projects(owner_db)}
+
+
+@pytest.fixture
+def admin_cli(db_urls: dict[Role, str], monkeypatch: pytest.MonkeyPatch,
+              capsys: pytest.CaptureFixture[str]) -> Iterator[Callable[..., tuple[int, str, str]]]:
+    """``haki ...`` in this process, as the owner of the test database, with API Gateway faked
+    by moto (the same fake for every call of the test): (exit code, stdout, stderr)."""
+    monkeypatch.setenv("HAKI_DATABASE_URL", db_urls[Role.OWNER])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    get_settings.cache_clear()
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    try:
+        with mock_aws():
+            yield run
+    finally:
+        get_settings.cache_clear()
+
+
+def _plan_keys(plan_id: str) -> list[dict[str, str]]:
+    gateway = boto3.client("apigateway")
+    in_plan = gateway.get_usage_plan_keys(usagePlanId=plan_id)["items"]
+    return [{"id": k["id"], "value": k["value"]} for k in in_plan]
+
+
+def _api_keys_with(value: str) -> list[dict[str, object]]:
+    items = boto3.client("apigateway").get_api_keys(includeValues=True)["items"]
+    return [k for k in items if k["value"] == value]
+
+
+def test_create_registers_the_projects_usage_key_in_the_usage_plan_once(
+    admin_cli: Callable[..., tuple[int, str, str]], app_db: Database, project_id: str
+) -> None:
+    plan = boto3.client("apigateway").create_usage_plan(name="haki-default")["id"]
+    expected = usage_key(project_id)
+
+    def create_key_by_cli() -> str:
+        code, out, err = admin_cli("keys", "create", "--org", "org-test", "--project",
+                                   project_id, "--usage-plan-id", plan)
+        assert code == 0, err
+        key = re.search(r"^key:\s+(hk_\S+)$", out, re.M)
+        assert key is not None
+        assert authenticate(app_db, key.group(1)).project_id == project_id
+        return out
+
+    out = create_key_by_cli()
+    [api_key] = _api_keys_with(expected)
+    assert api_key["enabled"] is True and api_key["name"] == project_id
+    assert _plan_keys(plan) == [{"id": api_key["id"], "value": expected}]
+    assert (f"usage key: {expected} (API key {api_key['id']} (created), added to usage plan "
+            f"{plan})") in out
+
+    # A second key of the project: the same API key, already in the plan, nothing added.
+    out = create_key_by_cli()
+    assert f"(API key {api_key['id']} (existing), already in usage plan {plan})" in out
+    assert len(_api_keys_with(expected)) == 1
+    assert _plan_keys(plan) == [{"id": api_key["id"], "value": expected}]
+
+
+def test_an_api_key_registered_by_hand_is_reused(
+    admin_cli: Callable[..., tuple[int, str, str]], project_id: str
+) -> None:
+    """The manual fallback of docs/deploy.md done first, under another name, outside the plan."""
+    gateway = boto3.client("apigateway")
+    plan = gateway.create_usage_plan(name="haki-default")["id"]
+    other_plan = gateway.create_usage_plan(name="gold")["id"]
+    value = usage_key(project_id)
+    by_hand = gateway.create_api_key(name="acme-by-hand", value=value, enabled=True)["id"]
+    gateway.create_usage_plan_key(usagePlanId=other_plan, keyId=by_hand, keyType="API_KEY")
+
+    code, out, err = admin_cli("keys", "create", "--org", "acme", "--project", project_id,
+                               "--create-project", "--usage-plan-id", plan)
+    assert code == 0, err
+    assert f"(API key {by_hand} (existing), added to usage plan {plan})" in out
+    assert [k["id"] for k in _api_keys_with(value)] == [by_hand]
+    assert _plan_keys(plan) == [{"id": by_hand, "value": value}]
+
+
+def test_an_aws_failure_is_one_error_line_and_makes_no_key(
+    admin_cli: Callable[..., tuple[int, str, str]], owner_db: Database, project_id: str
+) -> None:
+    code, out, err = admin_cli("keys", "create", "--org", "acme", "--project", project_id,
+                               "--create-project", "--usage-plan-id", "no-such-plan")
+    assert code != 0 and out == ""
+    assert "Traceback" not in err
+    [line] = err.strip().splitlines()
+    error = json.loads(line)["error"]
+    assert error["code"] == "usage_plan_error"
+    assert "no-such-plan" in error["message"] and "NotFoundException" in error["message"]
+    assert _api_keys_with(usage_key(project_id)) == []
+    assert list_keys(owner_db, project_id=project_id) == []
+    assert project_id not in {p.project_id for p in list_projects(owner_db)}

@@ -3,12 +3,16 @@ a ``haki_admin`` member). A project belongs to one org; a key is made only for a
 its own org."""
 
 import argparse
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from haki.db import Database, Role, database_url
 from haki.keys import usage_key
 from haki.settings import get_settings
 from haki_local.admin import create_key, create_project, list_keys, list_projects, revoke_key
+
+if TYPE_CHECKING:
+    from haki_local.usage_plan import Registration
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     create.add_argument("--label", default=None, help="free text shown in listings")
     create.add_argument("--create-project", action="store_true",
                         help="create the project for --org when it does not exist yet")
+    create.add_argument("--usage-plan-id", default=None, metavar="PLAN",
+                        help="register the project's usage key in this API Gateway usage plan "
+                             "(the deployed stack's UsagePlanId output; AWS credentials of the "
+                             "environment); idempotent, and no key is made when it fails")
     create.set_defaults(run=_create)
 
     listing = actions.add_parser("list", help="list keys (masked)")
@@ -46,15 +54,35 @@ def _owner() -> Database:
 
 
 def _create(args: argparse.Namespace) -> int:
+    registered: list[Registration] = []
+
+    def register_usage(project_id: str) -> None:
+        # boto3 is imported only by the command that talks to AWS.
+        from haki_local.usage_plan import register_usage_key
+        registered.append(register_usage_key(args.usage_plan_id, project_id))
+
     new = create_key(_owner(), org_id=args.org, project_id=args.project, label=args.label,
-                     create_project=args.create_project)
+                     create_project=args.create_project,
+                     before_insert=register_usage if args.usage_plan_id else None)
     print(f"id:      {new.info.id}")
     print(f"project: {new.info.project_id} (org {new.info.org_id})")
     print(f"key:     {new.key}")
-    print(f"usage key (deployed API's usage plan, once per project): "
-          f"{usage_key(new.info.project_id)}")
+    if registered:
+        print(f"usage key: {usage_key(new.info.project_id)} {_registration(registered[0])}")
+    else:
+        print(f"usage key (deployed API's usage plan, once per project): "
+              f"{usage_key(new.info.project_id)}")
     print("Store the key now: it is shown once and only its hash is kept.")
     return 0
+
+
+def _registration(done: "Registration") -> str:
+    key = f"API key {done.api_key_id} ({'created' if done.created else 'existing'})"
+    where = "added to" if done.added else "already in"
+    line = f"({key}, {where} usage plan {done.usage_plan_id})"
+    if not done.enabled:
+        line += " -- the API key is disabled in API Gateway: calls are refused until enabled"
+    return line
 
 
 def _list(args: argparse.Namespace) -> int:
