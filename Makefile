@@ -85,7 +85,8 @@ rds-ca:
 	@echo "$(RDS_CA): $$(grep -c 'BEGIN CERTIFICATE' $(RDS_CA)) certificates"
 
 # Fuzzing from docs/openapi.json against the local server: 1,000 examples per operation
-# (10 operations: >= 10,000 cases); the test suite runs 15 each.
+# (10 operations: >= 10,000 cases), and 1,000 writes of times at the edges of the accepted
+# range; the test suite runs 15 each.
 FUZZ_EXAMPLES ?= 1000
 .PHONY: fuzz
 fuzz: install model

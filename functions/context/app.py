@@ -44,7 +44,8 @@ def post_context(request: ContextRequest) -> ContextResponse:
     model = embedder()
     hits_before = model.cache_stats().hits
     assembly = assemble(request.model_copy(update={"project_id": project_id}),
-                        lambda: model.embed_query(request.query), db=db, config=config)
+                        lambda: model.embed_query(request.query, scope=project_id),
+                        db=db, config=config)
     logger.append_keys(trace_id=str(assembly.response.trace_id))
     record_assembly(assembly, query_cache_hit=model.cache_stats().hits > hits_before)
     logger.info("context served", extra={

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import App, CfnOutput, Stack, Validations
+from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -19,6 +20,7 @@ from haki_infra.functions import HakiFunction
 from haki_infra.layer import ModelLayer
 from haki_infra.migrations import Migrations
 from haki_infra.monitoring import Monitoring
+from haki_infra.nag import acknowledge
 from haki_infra.network import Network
 from haki_infra.proxy import Proxy
 from haki_infra.schedule import FunctionSchedule
@@ -88,6 +90,16 @@ class HakiStack(Stack):
         )
         proxy.allow_from(runtime_group, "functions to the proxy")
 
+        # The key of the subject digest in logs (docs/security.md, "Logs"): generated once per
+        # deployment, resolved into the functions' environment by CloudFormation at deploy time.
+        log_salt = secretsmanager.Secret(
+            self, "LogSalt", description="haki: the key of the subject digest in logs",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                password_length=48, exclude_punctuation=True))
+        acknowledge(log_salt, "AwsSolutions-SMG4",
+                    "A rotated key would only break the correlation of log lines across it; "
+                    "nothing is encrypted or authenticated with it.")
+
         self.functions: dict[str, HakiFunction] = {}
         for spec in SERVICE_FUNCTIONS:
             function = HakiFunction(
@@ -107,6 +119,7 @@ class HakiStack(Stack):
                     "HAKI_DB_NAME": DATABASE_NAME,
                     "HAKI_DB_USER": spec.db_user.value,
                     "HAKI_DB_IAM_AUTH": "1",
+                    "HAKI_LOG_SALT": log_salt.secret_value.unsafe_unwrap(),
                     **({"HAKI_DB_READER_HOST": reader_host}
                        if reader_host and spec.key in READER_FUNCTIONS else {}),
                 },

@@ -7,8 +7,8 @@ the write API's own statements and embedding batches (``haki.memory.events``, ``
 sets are stored as the document gives them (an id already stored is updated), and a resolved
 set is resolved by the same :func:`resolve_conflict` as ``POST /v1/conflicts/{id}/resolve``.
 Row-level security holds throughout: the transaction's scope is set for each project before its
-rows are written. The admin tools write as the owner (any project); under the runtime role the
-writer can write only the project of the key the context acts for (``acting_for``).
+rows are written. The admin tools write as the owner (any project); the runtime role cannot
+load a document (it may not change a stored event, so not upsert one: docs/security.md).
 """
 
 import logging

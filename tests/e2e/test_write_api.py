@@ -412,6 +412,34 @@ def test_disabling_a_subject_stops_serving_it(tenant: Tenant, subject: str) -> N
                                mode="delete")) == (422, "validation_error")
 
 
+def test_enabling_a_subject_that_holds_only_events_serves_its_episodes_again(
+        tenant: Tenant, subject: str) -> None:
+    said = "My sister Inès lives in Grenoble"
+    assert tenant.events(subject, {"payload": {"text": said}}).status == 201
+    question = "Where does my sister live?"
+    assert tenant.forget(subject_id=subject, mode="disable").json["counts"] == {"facts": 0}
+    assert tenant.context(subject, question)["packet"]["episodes"] == []
+    reply = tenant.forget(subject_id=subject, mode="enable")
+    assert reply.status == 200, reply.json
+    assert (reply.json["mode"], reply.json["counts"], reply.json["receipt_id"]) == (
+        "enable", {"facts": 0}, None)
+    packet = tenant.context(subject, question)["packet"]
+    assert [e["excerpt"] for e in packet["episodes"]] == [said]
+    assert (packet["status"], packet["warnings"]) == ("ok", [])
+
+
+def test_enabling_a_subject_brings_back_the_facts_its_disable_stopped(
+        tenant: Tenant, subject: str) -> None:
+    tenant.facts(subject, {"predicate": "city", "value": "Lille"},
+                 {"predicate": "pet", "value": "chat"})
+    assert tenant.forget(subject_id=subject, mode="disable").json["counts"] == {"facts": 2}
+    reply = tenant.forget(subject_id=subject, mode="enable")
+    assert reply.status == 200 and reply.json["counts"] == {"facts": 2}
+    assert {f["status"] for f in tenant.listed(subject)} == {"active"}
+    served = tenant.context(subject, "Où habite-t-il ?")["packet"]
+    assert "Lille" in json.dumps(served["facts"])
+
+
 # --------------------------------------------------------------------------- limits
 
 

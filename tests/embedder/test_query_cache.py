@@ -161,3 +161,25 @@ def test_cache_unit_behaviour_without_a_model() -> None:
     with pytest.raises(ValueError, match=">= 0"):
         QueryCache(-1)
     assert CacheStats(0, 0, 0, 0, 0).hit_rate == 0.0
+
+
+def test_another_projects_cached_question_is_a_miss_with_the_same_vector(
+        cached: Embedder, uncached: Embedder) -> None:
+    """Project B asking what project A asked is a new question for the cache (a miss: the model
+    runs, as for any new question), and gets the vector the model computes, as A did."""
+    first = cached.embed_query(QUESTION, scope="project-a")
+    assert cached.cache_stats().misses == 1
+    other = cached.embed_query(QUESTION, scope="project-b")
+    stats = cached.cache_stats()
+    assert (stats.hits, stats.misses, stats.size) == (0, 2, 2)
+    assert other is not first
+    assert other.tobytes() == first.tobytes() == uncached.embed_query(QUESTION).tobytes()
+    assert cached.embed_query(QUESTION, scope="project-a") is first  # A's own entry: a hit
+    assert cached.embed_query(f" {QUESTION}\n", scope="project-b") is other
+    assert cached.cache_stats().hits == 2
+
+
+def test_scope_and_text_cannot_be_confused_in_a_key() -> None:
+    assert QueryCache.key("b c", "a") != QueryCache.key("c", "a b")
+    assert QueryCache.key("question", "project-a") != QueryCache.key("question", "project-b")
+    assert QueryCache.key("question") != QueryCache.key("question", "project-a")

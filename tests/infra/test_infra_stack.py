@@ -366,3 +366,17 @@ def test_alarms_cover_errors_latency_throttles_database_and_proxy(synth: Synth) 
 def test_every_log_group_expires(synth: Synth) -> None:
     for name, group in synth.resources("AWS::Logs::LogGroup").items():
         assert group["Properties"]["RetentionInDays"] == 30, name
+
+
+def test_every_service_function_gets_the_generated_log_salt_never_a_literal(
+        synth: Synth) -> None:
+    salts = {k: v for k, v in synth.resources("AWS::SecretsManager::Secret").items()
+             if "subject digest" in v["Properties"].get("Description", "")}
+    [(secret_id, secret)] = salts.items()
+    assert secret["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
+    for spec in SERVICE_FUNCTIONS:
+        _, function = _function(synth, spec.key)
+        salt = function["Properties"]["Environment"]["Variables"]["HAKI_LOG_SALT"]
+        # A CloudFormation dynamic reference to the generated secret, resolved at deploy time.
+        rendered = json.dumps(salt)
+        assert "resolve:secretsmanager" in rendered and secret_id in rendered, spec.key

@@ -26,15 +26,15 @@ def _doc(project_id: str, **sections: list[dict]) -> str:
     return json.dumps(sections)
 
 
-def test_write_as_runtime_role_with_embeddings(
-    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+def test_write_as_the_owner_with_embeddings(
+    owner_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
 ) -> None:
     event_id = str(uuid.uuid4())
     text = _doc(project_id,
                 events=[{"id": event_id, "kind": "call", "payload": {"text": "bonjour"}}],
                 facts=[{"predicate": "lang", "value": "fr", "source_event_ids": [event_id]},
                        {"predicate": "city", "value": "Lyon"}])
-    summary = MemoryWriter(app_db, embedder).write(parse_document_text(text))
+    summary = MemoryWriter(owner_db, embedder).write(parse_document_text(text))
     assert (summary.facts, summary.events) == (2, 1)
     rows = owner_conn.execute(
         "SELECT predicate, source_event_ids, vector_norm(embedding) FROM facts "
@@ -45,10 +45,10 @@ def test_write_as_runtime_role_with_embeddings(
 
 
 def test_upsert_updates_an_existing_fact(
-    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+    owner_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
 ) -> None:
     fact_id = str(uuid.uuid4())
-    writer = MemoryWriter(app_db, embedder)
+    writer = MemoryWriter(owner_db, embedder)
     writer.write(parse_document_text(_doc(
         project_id, facts=[{"id": fact_id, "predicate": "city", "value": "Lyon"}])))
     writer.write(parse_document_text(_doc(
@@ -59,14 +59,14 @@ def test_upsert_updates_an_existing_fact(
 
 
 def test_a_failing_record_leaves_nothing_half_loaded(
-    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+    owner_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
 ) -> None:
     text = _doc(project_id,
                 events=[{"kind": "call", "payload": {}}],
                 facts=[{"predicate": "ok", "value": 1},
                        {"predicate": "bad", "value": 2, "supersedes_id": str(uuid.uuid4())}])
     with pytest.raises(ValidationFailed, match="facts_supersedes_id_fkey"):
-        MemoryWriter(app_db, embedder).write(parse_document_text(text))
+        MemoryWriter(owner_db, embedder).write(parse_document_text(text))
     for table in ("facts", "events"):
         count = owner_conn.execute(f"SELECT count(*) FROM {table} WHERE project_id = %s",
                                    (project_id,)).fetchone()
@@ -74,7 +74,8 @@ def test_a_failing_record_leaves_nothing_half_loaded(
 
 
 def test_conflicts_open_and_resolve(
-    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+    owner_db: Database, app_db: Database, embedder: Embedder, project_id: str,
+    owner_conn: psycopg.Connection,
 ) -> None:
     a, b, c = (str(uuid.uuid4()) for _ in range(3))
     conflict_id = str(uuid.uuid4())
@@ -83,7 +84,7 @@ def test_conflicts_open_and_resolve(
                        {"id": b, "predicate": "city", "value": "Nantes"},
                        {"id": c, "predicate": "city", "value": "Brest"}],
                 conflicts=[{"id": conflict_id, "fact_ids": [a, b, c], "reason": "3 cities"}])
-    summary = MemoryWriter(app_db, embedder).write(parse_document_text(text))
+    summary = MemoryWriter(owner_db, embedder).write(parse_document_text(text))
     assert summary.conflicts_opened == 1
     with app_db.transaction(project_id) as conn, pytest.raises(ValidationFailed):
         resolve_conflict(conn, project_id, uuid.UUID(conflict_id), uuid.uuid4())
@@ -153,11 +154,11 @@ def test_cli_errors_are_json_with_codes(db_urls: dict[Role, str], tmp_path: Path
         "budget_exceeded"
 
 
-def test_cli_resolve(db_urls: dict[Role, str], app_db: Database, embedder: Embedder,
+def test_cli_resolve(owner_db: Database, db_urls: dict[Role, str], embedder: Embedder,
                      project_id: str) -> None:
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     conflict_id = str(uuid.uuid4())
-    MemoryWriter(app_db, embedder).write(parse_document_text(_doc(
+    MemoryWriter(owner_db, embedder).write(parse_document_text(_doc(
         project_id,
         facts=[{"id": a, "predicate": "city", "value": "Lyon"},
                {"id": b, "predicate": "city", "value": "Nantes"}],
@@ -172,13 +173,13 @@ def test_cli_resolve(db_urls: dict[Role, str], app_db: Database, embedder: Embed
 
 
 def test_documents_are_stored_as_written_without_the_write_rules(
-    app_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+    owner_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
 ) -> None:
     """``haki load`` shares the write API's statements, not its rules: two active values of one
     key stay two active facts with no conflict set, a repeated value is a second row, and
     statuses, versions and dates are the document's."""
     a, b, c = (str(uuid.uuid4()) for _ in range(3))
-    MemoryWriter(app_db, embedder).write(parse_document_text(_doc(project_id, facts=[
+    MemoryWriter(owner_db, embedder).write(parse_document_text(_doc(project_id, facts=[
         {"id": a, "predicate": "city", "value": "Lyon", "version": 7,
          "recorded_from": "2024-01-01T00:00:00Z", "last_reinforced_at": "2024-06-01T00:00:00Z"},
         {"id": b, "predicate": "city", "value": "Nantes", "status": "disputed"},

@@ -185,15 +185,15 @@ class FactsResponse(Model):
 
 class ForgetRequest(Model):
     """
-    Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
-    ``delete`` erases the rows (right to erasure) and returns a receipt.
+    Forget one subject or one fact: ``disable`` stops serving it (reversible), ``enable``
+    serves it again, ``delete`` erases the rows (right to erasure) and returns a receipt.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
     fact_id: UUID | None = None
-    mode: Literal["disable", "delete"]
+    mode: Literal["disable", "enable", "delete"]
     project_id: str
     subject_id: str | None = None
 
@@ -201,7 +201,7 @@ class ForgetRequest(Model):
 class ForgetResponse(Model):
     counts: dict[str, int]
     forgotten_at: AwareDatetime
-    mode: Literal["disable", "delete"]
+    mode: Literal["disable", "enable", "delete"]
     receipt_id: UUID | None
     target: Literal["subject", "fact"]
 

@@ -631,8 +631,8 @@ export interface components {
         };
         /**
          * ForgetRequest
-         * @description Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
-         *     ``delete`` erases the rows (right to erasure) and returns a receipt.
+         * @description Forget one subject or one fact: ``disable`` stops serving it (reversible), ``enable``
+         *     serves it again, ``delete`` erases the rows (right to erasure) and returns a receipt.
          */
         ForgetRequest: {
             /** Fact Id */
@@ -641,7 +641,7 @@ export interface components {
              * Mode
              * @enum {string}
              */
-            mode: "disable" | "delete";
+            mode: "disable" | "enable" | "delete";
             /** Project Id */
             project_id: string;
             /** Subject Id */
@@ -662,7 +662,7 @@ export interface components {
              * Mode
              * @enum {string}
              */
-            mode: "disable" | "delete";
+            mode: "disable" | "enable" | "delete";
             /** Receipt Id */
             receipt_id: string | null;
             /**

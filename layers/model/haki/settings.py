@@ -12,7 +12,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 
 from haki.errors import ConfigurationError
 from haki.roles import DATABASE_NAME
@@ -109,9 +116,14 @@ class Settings(BaseModel):
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable
-    #: 16-hex-digit digest of (project, subject), enough to correlate lines, not the id a
-    #: tenant chose (which may be an e-mail address); ``plain``: the id itself.
+    #: 16-hex-digit keyed digest of (project, subject) (``log_salt``), enough to correlate
+    #: lines, not the id a tenant chose (which may be an e-mail address); ``plain``: the id.
     log_subject_ids: Literal["hashed", "plain"] = "hashed"
+    #: ``HAKI_LOG_SALT``: the per-deployment secret the subject digest of the logs is keyed
+    #: with (HMAC-SHA256), so a guessed subject id cannot be confirmed against the logs without
+    #: it. The stack generates one (docs/security.md, "Logs"). Unset: a random one per process
+    #: (digests then correlate within one process only).
+    log_salt: SecretStr | None = Field(default=None, min_length=16)
 
     # Deployed functions reach the database through RDS Proxy with IAM auth; the CDK stack
     # sets these and the AWS edge (``haki_aws.database``) reads them from here.

@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from haki.db import Database
-from haki.db.connection import acting_for
+from haki.db.connection import acting_for, request_deadline
 from haki.errors import HakiError, PayloadTooLarge, ValidationFailed
 from haki.validation import loads_json
 from haki_aws.auth import IDENTITY, authenticate_event
@@ -95,9 +95,12 @@ def _utf8(base64_body: str) -> bool:
 def resolve(
     app: APIGatewayRestResolver, db: Database, event: Mapping[str, Any], context: LambdaContext
 ) -> dict[str, Any]:
-    """Authenticate, pre-check and route one API Gateway REST proxy event."""
+    """Authenticate, pre-check and route one API Gateway REST proxy event, every database
+    wait of it bounded by the function's remaining time."""
     started = time.perf_counter()
-    result = _resolve(app, db, event, context)
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    with request_deadline(remaining() if callable(remaining) else None):
+        result = _resolve(app, db, event, context)
     endpoint = f"{event.get('httpMethod')} {event.get('resource')}"
     record_request(endpoint, error_code(result) or OK, (time.perf_counter() - started) * 1000)
     return result

@@ -7,14 +7,17 @@ CloudWatch EMF, namespace ``Haki``, one blob per request dimensioned by endpoint
 ``CandidatesConsidered`` / ``FactsServed`` / ``EpisodesServed`` / ``EmptyPackets`` per context
 call; ``EventsStored`` / ``EventsDeduplicated`` and ``Facts{Created,Reinforced,Superseded,
 Conflicted}`` per write. Nothing secret and no tenant content leaves through them: never a
-key, a body, a query or a packet; subjects are named by a digest unless
-``HAKI_LOG_SUBJECT_IDS=plain``; X-Ray segments carry timings and annotations only (Powertools
-would otherwise copy every traced method's return value — the packet — and its exception
-into the trace).
+key, a body, a query or a packet; subjects are named by a digest keyed with the deployment's
+secret (``HAKI_LOG_SALT``) unless ``HAKI_LOG_SUBJECT_IDS=plain``; X-Ray segments carry timings
+and annotations only (Powertools would otherwise copy every traced method's return value —
+the packet — and its exception into the trace).
 """
 
 import hashlib
+import hmac
+import secrets
 from collections.abc import Callable
+from functools import cache
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -41,12 +44,24 @@ def traced(method: F) -> F:
     return tracer.capture_method(capture_response=False, capture_error=False)(method)
 
 
+def subject_digest(salt: bytes, project_id: str, subject_id: str) -> str:
+    """HMAC-SHA256 of (project, subject) under ``salt``, its first 16 hex digits."""
+    message = f"{project_id}\x00{subject_id}".encode()
+    return hmac.new(salt, message, hashlib.sha256).hexdigest()[:16]
+
+
+@cache
+def _log_salt() -> bytes:
+    """The deployment's ``HAKI_LOG_SALT``, else a random secret of this process."""
+    salt = get_settings().log_salt
+    return salt.get_secret_value().encode() if salt is not None else secrets.token_bytes(32)
+
+
 def subject_ref(project_id: str, subject_id: str) -> str:
-    """How logs name a subject (see ``HAKI_LOG_SUBJECT_IDS``)."""
+    """How logs name a subject (see ``HAKI_LOG_SUBJECT_IDS`` and ``HAKI_LOG_SALT``)."""
     if get_settings().log_subject_ids == "plain":
         return subject_id
-    digest = hashlib.sha256(f"{project_id}\x00{subject_id}".encode())
-    return digest.hexdigest()[:16]
+    return subject_digest(_log_salt(), project_id, subject_id)
 
 
 def log_scope(project_id: str, subject_id: str | None, **keys: str) -> None:

@@ -5,6 +5,13 @@ so the proxy never pins a client to one backend) and no session state — the te
 set per transaction with ``set_config(..., true)``, which the row-level policies read.
 A Lambda container keeps the connection between invocations; a dropped connection (proxy
 idle timeout, failover) is replaced on the next transaction.
+
+Every wait is bounded (docs/security.md, "Deadlines"): the connect (``connect_timeout``),
+a silent network (TCP keepalives and ``tcp_user_timeout``), each statement on the server
+(``statement_timeout``) and, on the client, each answer (:class:`BoundedConnection`): a
+database that stops answering without closing its socket (frozen, partitioned) costs one
+bounded wait, then 503 ``service_unavailable``, and the next transaction opens a new
+connection. A request's own time (:func:`request_deadline`) caps all of them.
 """
 
 import logging
@@ -16,6 +23,8 @@ from contextvars import ContextVar
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import pq
+from psycopg.abc import RV, PQGen
+from psycopg.conninfo import make_conninfo
 
 from haki.errors import (
     ConfigurationError,
@@ -30,7 +39,20 @@ from haki.settings import Settings
 log = logging.getLogger(__name__)
 
 #: Connect timeout: the API should answer 503 quickly rather than hang on a dead database.
+#: (libpq's smallest is 2 s.)
 CONNECT_TIMEOUT_S = 5
+#: TCP keepalives and ``tcp_user_timeout`` (libpq parameters; a Unix socket ignores them): a
+#: peer gone silent (failover, partition) is found dead by the kernel within these bounds even
+#: when no statement of ours is waiting on it.
+TCP_PARAMS = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
+              "keepalives_count": 3, "tcp_user_timeout": 10_000}
+#: How long past its statement timeout the client waits for an answer before it gives the
+#: connection up: the server cancels a slow statement itself within the timeout, so an answer
+#: later than this means a server (or a path to it) that no longer answers at all.
+ANSWER_GRACE_S = 1.0
+#: What a request keeps of its own time to answer once the database has not (a Lambda's
+#: response and its logs).
+DEADLINE_MARGIN_S = 0.5
 #: A kept connection unused for longer than this is probed before a pipelined transaction
 #: (RDS Proxy drops idle clients after 15 minutes; a Lambda container idles between calls).
 #: A busy one is not: its first round trip carries real work (see ``Database.transaction``).
@@ -59,17 +81,73 @@ def database_url(settings: Settings, role: Role) -> str:
     return _local_urls(role)
 
 
-def connect(conninfo: str) -> psycopg.Connection:
+class AnswerTimeout(psycopg.OperationalError):
+    """The database did not answer within the connection's ``answer_timeout_s``; the
+    connection was closed (its protocol state is unknown)."""
+
+
+class BoundedConnection(psycopg.Connection):
+    """A connection whose every wait for the server (each round trip of a statement, a
+    pipeline's sync, a commit) ends after ``answer_timeout_s`` (None: no bound).
+
+    Past it the connection is closed at once (the protocol is mid-message: it cannot be
+    reused) and :class:`AnswerTimeout` raised; any later use of it fails without waiting.
+    """
+
+    answer_timeout_s: float | None = None
+
+    def wait(self, gen: PQGen[RV], interval: float = 0.1,
+             timeout: float | None = None) -> RV:
+        bound = self.answer_timeout_s
+        if bound is None or (timeout is not None and timeout <= bound):
+            return super().wait(gen, interval, timeout)
+        try:
+            return super().wait(gen, interval, max(bound, 0.001))
+        except psycopg.errors._WaitTimeout as exc:  # psycopg's own wait timeout
+            self.pgconn.finish()
+            raise AnswerTimeout(
+                f"no answer from the database within {bound:.1f} s") from exc
+
+
+#: When the current request must have its answer (``time.monotonic()``), if it has a bound;
+#: see :func:`request_deadline`.
+_DEADLINE: ContextVar[float | None] = ContextVar("haki_deadline", default=None)
+
+
+@contextmanager
+def request_deadline(remaining_ms: float | None) -> Iterator[None]:
+    """Bound every database wait in this context to end ``DEADLINE_MARGIN_S`` before
+    ``remaining_ms`` from now (a Lambda's ``get_remaining_time_in_millis()``; None: no
+    bound): statement timeouts, answer waits and connects are cut to what is left, and a
+    transaction that would start with nothing left is refused at once with 503."""
+    deadline = None if remaining_ms is None else (
+        time.monotonic() + remaining_ms / 1000 - DEADLINE_MARGIN_S)
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def time_left_s() -> float | None:
+    """Seconds left before the current request's deadline (None: no deadline)."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def connect(conninfo: str) -> BoundedConnection:
     """Open an autocommit connection with the vector type registered.
 
     Autocommit: transactions are explicit (``conn.transaction()``), so nothing stays open
     between calls. ``prepare_threshold=None``: never prepare server-side (RDS Proxy pinning).
+    The connect is bounded by ``CONNECT_TIMEOUT_S`` (less when the request has less left).
     """
-    conn = psycopg.connect(
-        conninfo,
+    left = time_left_s()
+    timeout = CONNECT_TIMEOUT_S if left is None else max(2, min(CONNECT_TIMEOUT_S, int(left)))
+    conn = BoundedConnection.connect(
+        make_conninfo(conninfo, connect_timeout=timeout, **TCP_PARAMS),
         autocommit=True,
         prepare_threshold=None,
-        connect_timeout=CONNECT_TIMEOUT_S,
         application_name="haki",
     )
     register_vector(conn)
@@ -150,7 +228,7 @@ class Database:
         self._conninfo = conninfo
         self._statement_timeout_ms = statement_timeout_ms
         self._probe_after_idle_s = probe_after_idle_s
-        self._conn: psycopg.Connection | None = None
+        self._conn: BoundedConnection | None = None
         self._last_used = 0.0
         self._sibling: Database | None = None
 
@@ -158,21 +236,45 @@ class Database:
         """The URL to connect with now (a callable mints it afresh each time)."""
         return self._conninfo() if callable(self._conninfo) else self._conninfo
 
-    def _open(self) -> psycopg.Connection:
+    def _open(self) -> BoundedConnection:
         try:
             return connect(self.conninfo())
         except psycopg.OperationalError as exc:
             log.warning("database connection failed: %s", type(exc).__name__)
             raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc
 
-    def connection(self) -> psycopg.Connection:
-        """The live connection, (re)opened when missing, closed or broken."""
+    def statement_timeout_ms(self) -> int:
+        """The bound of each statement now: the handle's, cut to what the request has left
+        (:func:`request_deadline`); 0 is the server's setting. Nothing left: 503 at once."""
+        left = time_left_s()
+        if left is None:
+            return self._statement_timeout_ms
+        if left <= 0:
+            raise ServiceUnavailable("the request's time ran out before the memory store "
+                                     "answered, retry shortly")
+        left_ms = max(1, int(left * 1000))
+        return min(self._statement_timeout_ms, left_ms) if self._statement_timeout_ms else (
+            left_ms)
+
+    def answer_timeout_s(self, statement_timeout_ms: int) -> float | None:
+        """How long the client waits for any answer: the statement timeout and
+        ``ANSWER_GRACE_S``, within what the request has left (None: unbounded)."""
+        bound = statement_timeout_ms / 1000 + ANSWER_GRACE_S if statement_timeout_ms else None
+        left = time_left_s()
+        if left is not None:
+            bound = max(0.001, left) if bound is None else max(0.001, min(bound, left))
+        return bound
+
+    def connection(self) -> BoundedConnection:
+        """The live connection, (re)opened when missing, closed or broken, its answers
+        bounded for the current request."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = self._open()
             self._last_used = time.monotonic()  # just opened: nothing to probe
+        self._conn.answer_timeout_s = self.answer_timeout_s(self._statement_timeout_ms)
         return self._conn
 
-    def _probed_connection(self) -> psycopg.Connection:
+    def _probed_connection(self) -> BoundedConnection:
         """The connection, probed with one cheap round trip (and replaced if dead) when it has
         been idle longer than ``probe_after_idle_s``."""
         conn = self.connection()
@@ -223,12 +325,14 @@ class Database:
         """Open a transaction and set its scope; replace a dead kept connection once (the
         scope's round trip doubles as the liveness check)."""
         for attempt in (1, 2):
+            timeout_ms = self.statement_timeout_ms()
             conn = self.connection()
+            conn.answer_timeout_s = self.answer_timeout_s(timeout_ms)
             stack = ExitStack()
             try:
                 stack.enter_context(conn.transaction())
                 scope = set_scope(conn, project_id, durable=durable,
-                                  statement_timeout_ms=self._statement_timeout_ms)
+                                  statement_timeout_ms=timeout_ms)
             except psycopg.OperationalError:
                 self.close()
                 if attempt == 2:
@@ -278,6 +382,12 @@ class Database:
             log.warning("a statement exceeded the statement timeout")
             raise ServiceUnavailable(
                 "the memory store did not answer in time, retry shortly") from exc
+        except AnswerTimeout as exc:
+            # No answer at all: the connection is closed; the next transaction opens another.
+            log.warning("the database did not answer within the client's bound")
+            self.close()
+            raise ServiceUnavailable(
+                "the memory store did not answer in time, retry shortly") from exc
         except psycopg.OperationalError as exc:
             self.close()
             raise ServiceUnavailable("the memory store is unavailable, retry shortly") from exc
@@ -290,13 +400,15 @@ class Database:
         """BEGIN and the scope queued, the caller's statements, the scope checked, COMMIT —
         without psycopg's transaction helper, which syncs after BEGIN and before COMMIT.
         Read-only, the check waits for the commit: there is nothing it could let through."""
+        timeout_ms = self.statement_timeout_ms()
         conn = self._probed_connection()
+        conn.answer_timeout_s = self.answer_timeout_s(timeout_ms)
         committed = False
         try:
             with conn.pipeline():
                 conn.execute("BEGIN READ ONLY" if read_only else "BEGIN")
                 scope = set_scope(conn, project_id, durable=durable,
-                                  statement_timeout_ms=self._statement_timeout_ms)
+                                  statement_timeout_ms=timeout_ms)
                 yield conn
                 if project_id is not None and not read_only:
                     check_scope(scope, project_id)
@@ -308,7 +420,7 @@ class Database:
         if project_id is not None and read_only:
             check_scope(scope, project_id)
 
-    def _roll_back(self, conn: psycopg.Connection) -> None:
+    def _roll_back(self, conn: BoundedConnection) -> None:
         """End what a failed pipelined transaction left open; drop a connection that cannot."""
         if conn.closed or conn.broken:
             self.close()

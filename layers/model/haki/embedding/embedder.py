@@ -6,7 +6,9 @@ prefixes, max tokens, pad id, file checksums). The manifest is read when the emb
 so a missing or mismatched model fails at start-up; the model and tokenizer load on first use.
 
 Queries go through a bounded LRU cache of vectors (:class:`QueryCache`, per embedder, so per
-container): agents repeat questions. Passages (the write path) are never cached.
+container): agents repeat questions. Its entries are keyed by the asking scope (the project)
+as well as the text, so no tenant can time whether another asked a question. Passages (the
+write path) are never cached.
 """
 
 import hashlib
@@ -132,8 +134,10 @@ class QueryCache:
         self._hits = self._misses = self._evictions = 0
 
     @staticmethod
-    def key(text: str) -> bytes:
-        return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+    def key(text: str, scope: str = "") -> bytes:
+        """The entry of ``text`` asked within ``scope`` (a project id; a NUL cannot occur in
+        one, so no two (scope, text) pairs share a key)."""
+        return hashlib.blake2b(f"{scope}\x00{text}".encode(), digest_size=16).digest()
 
     def get(self, key: bytes) -> np.ndarray | None:
         with self._lock:
@@ -233,11 +237,13 @@ class Embedder:
                 self._tokenizer, self._session = tokenizer, session
             return self._session, self._tokenizer
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, *, scope: str = "") -> np.ndarray:
         """float32 ``(dim,)``, L2-normalised, read-only, of :func:`normalize_query` ``(text)``
-        with the provider's query prefix; served from the query cache when it holds it."""
+        with the provider's query prefix; served from the query cache when it holds it for
+        ``scope`` (the asking project: another project's entry for the same text is a miss, so
+        it costs what a new question costs). The vector never depends on ``scope``."""
         normalized = normalize_query(text)
-        key = QueryCache.key(normalized)
+        key = QueryCache.key(normalized, scope)
         vector = self._query_cache.get(key)
         if vector is None:
             row = self._embed([self.manifest.query_prefix + normalized])[0]

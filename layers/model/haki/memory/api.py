@@ -399,12 +399,12 @@ class ResolveResponse(_Body):
 
 
 class ForgetRequest(_Scoped):
-    """Forget one subject or one fact: ``disable`` stops serving its facts (reversible),
-    ``delete`` erases the rows (right to erasure) and returns a receipt."""
+    """Forget one subject or one fact: ``disable`` stops serving it (reversible), ``enable``
+    serves it again, ``delete`` erases the rows (right to erasure) and returns a receipt."""
 
     subject_id: ScopeId | None = None
     fact_id: UUID | None = None
-    mode: Literal["disable", "delete"]
+    mode: Literal["disable", "enable", "delete"]
 
     @model_validator(mode="after")
     def _one_target(self) -> Self:
@@ -417,8 +417,9 @@ class ForgetResponse(_Body):
     #: The stored erasure receipt (``delete`` only).
     receipt_id: UUID | None
     target: Literal["subject", "fact"]
-    mode: Literal["disable", "delete"]
-    #: Rows affected per table: ``disable`` → ``{"facts": n}`` (facts disabled); ``delete`` →
+    mode: Literal["disable", "enable", "delete"]
+    #: Rows affected per table: ``disable`` → ``{"facts": n}`` (facts disabled); ``enable`` →
+    #: ``{"facts": n}`` (disabled facts made active again); ``delete`` →
     #: rows erased per table, plus ``conflict_sets_updated`` (sets that lost an erased fact)
     #: and ``context_calls_redacted`` (past packets the erased fact was removed from).
     counts: dict[str, int]

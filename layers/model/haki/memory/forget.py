@@ -4,8 +4,12 @@
   active``); for a subject, every fact that may become disabled does, the others (superseded,
   already disabled) keep their status, and the subject itself is marked disabled
   (``disabled_subjects``, 0017): nothing of it — facts, episodes, the turns around them — is
-  served until one of its facts is brought back to active, and each context call on it warns
-  ``subject_disabled``.
+  served until it is enabled (or one of its facts is brought back to active), and each context
+  call on it warns ``subject_disabled``.
+- ``enable`` undoes ``disable``: for a subject, its mark goes — its episodes are served again,
+  whether or not it holds any fact — and each of its ``disabled`` facts becomes active (a
+  conflict set opens where one meets an active fact of another value, as the status route
+  does); for a fact, it becomes active (``disabled → active``).
 - ``delete`` is the right to erasure. Of a **subject**: every row of the subject goes — facts,
   events, conflict sets, context calls with their trace rows, stats rollups — in one
   transaction that holds the subject's exclusive lock (writers of the subject wait). Of a
@@ -152,6 +156,13 @@ SELECT (SELECT count(*) FROM fact_gone) AS facts,
        0 AS stats_rollups
 """
 
+#: A subject's disabled facts, oldest recorded first (facts_scope_idx).
+SELECT_DISABLED = """
+SELECT id FROM facts
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND status = 'disabled'
+ORDER BY recorded_from, id
+"""
+
 INSERT_RECEIPT = f"""
 INSERT INTO erasure_receipts (id, project_id, target, {", ".join(RECEIPT_COUNTS)}, created_at)
 VALUES (%(id)s, %(project_id)s, %(target)s, {", ".join(f"%({c})s" for c in RECEIPT_COUNTS)},
@@ -172,13 +183,21 @@ def forget(db: Database, project_id: str, request: ForgetRequest) -> ForgetRespo
                 counts = {"facts": len(transition_subject(
                     conn, project_id, request.subject_id, "disabled"))}
                 set_subject_disabled(conn, project_id, request.subject_id, True)
+            elif request.mode == "enable":
+                set_subject_disabled(conn, project_id, request.subject_id, False)
+                disabled = conn.execute(SELECT_DISABLED, {
+                    "project_id": project_id, "subject_id": request.subject_id}).fetchall()
+                for (fact_id,) in disabled:
+                    change_status(conn, project_id, fact_id, "active")
+                counts = {"facts": len(disabled)}
             else:
                 counts = _erase(conn, ERASE_SUBJECT, {
                     "project_id": project_id, "subject_id": request.subject_id})
         else:
             assert request.fact_id is not None
-            if request.mode == "disable":
-                change_status(conn, project_id, request.fact_id, "disabled")
+            if request.mode != "delete":
+                change_status(conn, project_id, request.fact_id,
+                              "disabled" if request.mode == "disable" else "active")
                 counts = {"facts": 1}
             else:
                 counts = _erase_fact(conn, project_id, request.fact_id)
