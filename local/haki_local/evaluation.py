@@ -83,8 +83,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "equal_speakers": {"assistant_weight": 1.0},
     # The vector arm's depth fixed at 128 whatever the budget.
     "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
-    # The simple baseline: the nearest facts and episodes by cosine alone, packed the same way.
-    "dense_only": {"use_text_arm": False, "use_neighbours": False},
+    # The simple baseline: the nearest facts and episodes by cosine alone, every speaker
+    # alike, packed the same way.
+    "dense_only": {"use_text_arm": False, "use_neighbours": False, "assistant_weight": 1.0},
 }
 class EvalQuery(BaseModel):
     """One labelled question."""
