@@ -117,6 +117,35 @@ def test_remember_record_recall_and_forget_over_stdio(haki_server: Server):
     assert after.structured_content["memory"] == ""
 
 
+def test_remember_says_who_said_a_message_and_recall_shows_it(haki_server: Server):
+    who = f"mcp-{uuid.uuid4().hex[:10]}"
+    said = "I just moved to Porto, please send my invoices there."
+    message = {"subject_id": who, "text": said, "role": "user", "name": "Ana",
+               "idempotency_key": "m-1", "occurred_at": "2026-11-20T10:07:41Z"}
+    _, [remembered, again, answered, recalled, nameless, other_kind] = run(
+        settings(haki_server), [
+            ("remember", message),
+            ("remember", message),
+            ("remember", {"subject_id": who, "role": "assistant", "idempotency_key": "m-2",
+                          "text": "Noted: your invoices will go to your Porto address."}),
+            ("recall", {"subject_id": who, "query": "Where should Ana's invoices be sent? "
+                                                    "Porto address", "budget_tokens": 4000}),
+            ("remember", {"subject_id": who, "text": said, "name": "Ana"}),
+            ("remember", {"subject_id": who, "text": said, "role": "user",
+                          "kind": "support.ticket"}),
+        ])
+    assert not any(r.is_error for r in (remembered, again, answered, recalled))
+    event_id = remembered.structured_content["event_id"]
+    assert remembered.structured_content["deduplicated"] is False
+    assert again.structured_content == {"event_id": event_id, "deduplicated": True}
+    assert answered.structured_content["event_id"] != event_id
+    memory = recalled.structured_content["memory"].split("\n")
+    assert f"- [2026-11-20 10:07Z] user (Ana): {said}" in memory
+    assert nameless.is_error and text(nameless).startswith("validation_error: name goes with role")
+    assert other_kind.is_error and text(other_kind).startswith("validation_error: ")
+    assert "support.ticket" in text(other_kind)
+
+
 def test_facts_and_conflicts_are_listed_and_a_conflict_resolved(haki_server: Server):
     who = f"mcp-{uuid.uuid4().hex[:10]}"
     env = settings(haki_server)

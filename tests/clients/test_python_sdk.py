@@ -6,6 +6,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 
 import httpx
 import pytest
@@ -22,6 +23,7 @@ from haki_client import (
     EventIn,
     HakiClient,
     HakiError,
+    MessageIn,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
@@ -354,6 +356,59 @@ def test_a_remembered_event_is_served_by_the_next_context_call(haki: HakiClient)
     assert len({e.id for e in batch.events}) == 2 and not any(e.deduplicated for e in batch.events)
 
 
+def conversation() -> list[dict | MessageIn]:
+    """A turn with roles and a speaker's name, each message with an id of the caller's."""
+    return [
+        {"role": "user", "name": "Ana", "message_id": "m-1",
+         "content": "I just moved to Porto, please send my invoices there.",
+         "occurred_at": "2026-11-20T10:07:41Z"},
+        MessageIn(role="assistant", message_id="m-2",
+                  content="Noted: your invoices will go to your Porto address."),
+    ]
+
+
+def test_a_conversation_is_written_once_and_served_with_its_speakers(haki: HakiClient):
+    who = subject()
+    written = haki.write_messages(who, conversation())
+    ids = [e.id for e in written.events]
+    assert len(set(ids)) == 2 and not any(e.deduplicated for e in written.events)
+    again = haki.write_messages(who, conversation())
+    assert [e.id for e in again.events] == ids and all(e.deduplicated for e in again.events)
+
+    answer = haki.context(who, "Where should Ana's invoices be sent? Porto address",
+                          purpose="support_reply", budget_tokens=4000, render=True)
+    speakers = {(e.event_id, e.role, e.name) for e in answer.packet.episodes}
+    assert (ids[0], "user", "Ana") in speakers
+    assert ("- [2026-11-20 10:07Z] user (Ana): I just moved to Porto, please send my "
+            "invoices there.") in render(answer).split("\n")
+
+    # The same message id for other words is refused, and nothing of the batch is written.
+    reused = error_of(lambda: haki.write_messages(who, [
+        {"role": "user", "message_id": "m-3", "content": "A new message."},
+        {"role": "user", "message_id": "m-1", "content": "Other words."}]))
+    assert isinstance(reused, ConflictError) and reused.code == "idempotency_conflict"
+    assert error_of(lambda: haki.write_messages(who, [{"role": "robot", "content": "hi"}])
+                    ).code == "validation_error"
+    assert error_of(lambda: haki.write_messages(who, [])).code == "validation_error"
+    assert error_of(lambda: haki.write_messages("", conversation())).code == "missing_scope"
+
+
+def test_messages_without_an_id_are_dated_in_order_and_retried_as_sent():
+    answer = {"events": [{"id": str(uuid.uuid4()), "deduplicated": True} for _ in range(3)]}
+    with stub_server([Scripted(200, {}, delay_s=1.0), Scripted(201, answer)]) as stub, \
+            HakiClient(stub.url, "hk_x", project_id="p", timeout=0.2, backoff=0.01) as client:
+        written = client.write_messages("s", [
+            {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": "bye", "message_id": "m-9"}])
+    assert all(e.deduplicated for e in written.events) and len(stub.requests) == 2
+    first, second = (json.loads(r[3]) for r in stub.requests)
+    assert first == second and first["subject_id"] == "s"
+    hello, hi, bye = first["messages"]
+    dated = [datetime.fromisoformat(m["occurred_at"]) for m in (hello, hi)]
+    assert dated[0].tzinfo is not None and dated[0] < dated[1] and "occurred_at" not in bye
+    assert bye == {"role": "user", "content": "bye", "message_id": "m-9"}
+
+
 def test_facts_lifecycle_conflicts_and_forget(haki: HakiClient):
     who = subject()
     created = haki.record_fact(who, "preferred_language", "fr", confidence=0.9)
@@ -439,7 +494,14 @@ def test_async_writes(haki_server: Server):
                                             source_event_ids=[event.id])
             page = await client.list_facts(who)
             assert page.facts[0].source_event_ids == [event.id] and page.facts[0].value == 4242
-            assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
             assert fact.outcome == "created"
+            written = await client.write_messages(who, conversation())
+            again = await client.write_messages(who, conversation())
+            assert [(e.id, e.deduplicated) for e in again.events] == [
+                (e.id, True) for e in written.events]
+            answer = await client.context(who, "Where should the invoices be sent? Porto",
+                                          budget_tokens=4000, render=True)
+            assert "] user (Ana): I just moved to Porto" in render(answer)
+            assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
 
     asyncio.run(run())

@@ -22,7 +22,7 @@ import os
 import random
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import quote
 from uuid import UUID, uuid4
@@ -59,6 +59,7 @@ from haki_client.models import (
     FactWritten,
     ForgetResponse,
     InspectResponse,
+    MessageIn,
     ResolveResponse,
     StatsOverview,
 )
@@ -251,6 +252,7 @@ def _retry_after(response: httpx.Response) -> float:
 Call = tuple[Operation, dict[str, Any]]
 EventLike = EventIn | Mapping[str, Any]
 FactLike = FactIn | Mapping[str, Any]
+MessageLike = MessageIn | Mapping[str, Any]
 
 
 def _record(model: type[Model], value: Model | Mapping[str, Any]) -> Model:
@@ -271,6 +273,16 @@ def _keyed(event: EventIn) -> EventIn:
     if event.id is not None or event.idempotency_key is not None:
         return event
     return event.model_copy(update={"idempotency_key": f"haki-client-{uuid4()}"})
+
+
+def _dated(messages: Sequence[MessageIn]) -> list[MessageIn]:
+    """The messages, each without ``id``, ``message_id`` or ``occurred_at`` dated now (one
+    microsecond apart, in the list's order): its event id then derives from its speaker,
+    content and that moment, and a retried request stores it once."""
+    now = datetime.now(UTC)
+    return [m if m.id is not None or m.message_id is not None or m.occurred_at is not None
+            else m.model_copy(update={"occurred_at": now + timedelta(microseconds=i)})
+            for i, m in enumerate(messages)]
 
 
 class _Routes:
@@ -303,6 +315,13 @@ class _Routes:
                    for e in events]
         return WRITE_EVENTS, {"body": {"project_id": self._scope(project_id),
                                        "events": records}}
+
+    def write_messages(self, subject_id: str, messages: Sequence[MessageLike],
+                       project_id: str | None) -> Call:
+        records = [m.model_dump(mode="json", exclude_none=True)
+                   for m in _dated([_record(MessageIn, m) for m in messages])]
+        return WRITE_EVENTS, {"body": {"project_id": self._scope(project_id),
+                                       "subject_id": subject_id, "messages": records}}
 
     def write_facts(self, facts: Sequence[FactLike], project_id: str | None) -> Call:
         records = [_record(FactIn, f).model_dump(mode="json", exclude_unset=True)
@@ -451,6 +470,22 @@ class HakiClient:
         event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
         return self.write_events([event], project_id=project_id, timeout=timeout).events[0]
 
+    def write_messages(self, subject_id: str, messages: Sequence[MessageLike], *,
+                       project_id: str | None = None,
+                       timeout: TimeoutLike = None) -> EventsResponse:
+        """``POST /v1/events`` with ``messages``: a turn or a whole conversation of
+        ``subject_id``, 1 to 100 messages (dicts or :class:`MessageIn`: ``role``, ``content``,
+        and optionally ``name``, ``occurred_at``, ``message_id`` or ``id``), each stored as a
+        ``conversation.message`` event; one entry per message in the answer, in order.
+
+        Idempotent per message: give each one a ``message_id`` (your id of it, unique in the
+        subject) or an ``id`` (a UUID), and a retry, even a later one, answers
+        ``deduplicated`` with the same ids. A message without either is keyed by its speaker,
+        content and ``occurred_at`` (now when not given, so only this call's own retries are
+        recognised: writing it again later stores it again)."""
+        return self._call(*self._routes.write_messages(subject_id, messages, project_id),
+                          timeout=timeout)
+
     def write_facts(self, facts: Sequence[FactLike], *,
                     project_id: str | None = None,
         timeout: TimeoutLike = None) -> FactsResponse:
@@ -595,6 +630,14 @@ class AsyncHakiClient:
     ) -> EventWritten:
         event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
         return (await self.write_events([event], project_id=project_id, timeout=timeout)).events[0]
+
+    async def write_messages(self, subject_id: str, messages: Sequence[MessageLike], *,
+                             project_id: str | None = None,
+                             timeout: TimeoutLike = None) -> EventsResponse:
+        """See :meth:`HakiClient.write_messages`: give each message a ``message_id`` (or an
+        ``id``) so that a retry does not store it twice."""
+        return await self._call(*self._routes.write_messages(subject_id, messages, project_id),
+                                timeout=timeout)
 
     async def write_facts(self, facts: Sequence[FactLike], *,
                           project_id: str | None = None,

@@ -20,7 +20,7 @@ import type {
   ConflictPage, ConflictsQuery, ContextRequest, ContextResponse, ContextResult, EventIn,
   EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest,
   FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery,
-  InspectResponse, ResolveResponse, StatsOverview, StatsQuery,
+  InspectResponse, MessageIn, ResolveResponse, StatsOverview, StatsQuery,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -188,6 +188,26 @@ export class HakiClient {
     const body: EventIn = { ...rest, payload: { ...(payload ?? {}), ...(text !== undefined ? { text } : {}) } };
     const written = await this.writeEvents([body], projectId);
     return written.events[0] as EventWritten;
+  }
+
+  /** `POST /v1/events` with `messages`: a turn or a whole conversation of `subjectId`, 1 to
+   * 100 messages, each stored as a `conversation.message` event; one entry per message in the
+   * answer, in order.
+   *
+   * Idempotent per message: give each one a `message_id` (your id of it, unique in the
+   * subject) or an `id` (a UUID), and a retry, even a later one, answers `deduplicated` with
+   * the same ids. A message without either is keyed by its speaker, content and `occurred_at`
+   * (now when not given, so only this call's own retries are recognised: writing it again
+   * later stores it again). */
+  writeMessages(subjectId: string, messages: MessageIn[],
+                options: { projectId?: string } = {}): Promise<EventsResponse> {
+    const now = Date.now();
+    // Dated a millisecond apart, so that the conversation keeps its order.
+    const dated = messages.map((m, i) => (m.id != null || m.message_id != null || m.occurred_at != null
+      ? m : { ...m, occurred_at: new Date(now + i).toISOString() }));
+    return this.call(OPERATIONS.writeEvents, {
+      body: { project_id: options.projectId ?? this.projectId, subject_id: subjectId, messages: dated },
+    });
   }
 
   /** `POST /v1/facts`: record 1 to 100 facts (created, reinforced, superseded or put in

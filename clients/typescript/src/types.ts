@@ -20,6 +20,9 @@ export type ErrorBody = Schemas["Error"];
 
 export type EventIn = Schemas["EventIn"];
 export type EventsRequest = Schemas["EventsRequest"];
+/** A message of a conversation: `role` and `content`; optionally `name` (the speaker),
+ * `occurred_at`, and `message_id` (the caller's id of it) or `id` (a UUID). */
+export type MessageIn = Schemas["MessageIn"];
 export type EventWritten = Schemas["EventWritten"];
 export type EventsResponse = Schemas["EventsResponse"];
 /** A fact to record: `status` and `volatility` have the service's defaults ("active" and

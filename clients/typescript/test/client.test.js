@@ -98,6 +98,28 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(await codeOf(client.recordFact({ subject_id: "", predicate: "p", value: 1 })), ["missing_scope", 422]);
   });
 
+  test("a conversation is written once per message and served with its speakers", async () => {
+    const client = haki();
+    const who = `ts-${Math.random().toString(16).slice(2, 12)}`;
+    const said = "I just moved to Porto, please send my invoices there.";
+    const turn = [
+      { role: "user", name: "Ana", message_id: "m-1", content: said, occurred_at: "2026-11-20T10:07:41Z" },
+      { role: "assistant", message_id: "m-2", content: "Noted: your invoices will go to your Porto address." },
+    ];
+    const written = await client.writeMessages(who, turn);
+    const ids = written.events.map((e) => e.id);
+    assert.equal(new Set(ids).size, 2);
+    assert.ok(written.events.every((e) => !e.deduplicated));
+    const again = await client.writeMessages(who, turn);
+    assert.deepEqual(again.events.map((e) => [e.id, e.deduplicated]), ids.map((id) => [id, true]));
+    const answer = await client.context({ subject_id: who, query: "Where should Ana's invoices be sent? Porto address", purpose: "support_reply", budget_tokens: 4000, render: true });
+    assert.ok(answer.packet.episodes.some((e) => e.event_id === ids[0] && e.role === "user" && e.name === "Ana"));
+    assert.ok(render(answer).split("\n").includes(`- [2026-11-20 10:07Z] user (Ana): ${said}`));
+    assert.deepEqual(await codeOf(client.writeMessages(who, [{ role: "user", message_id: "m-1", content: "Other words." }])), ["idempotency_conflict", 409]);
+    assert.deepEqual(await codeOf(client.writeMessages(who, [])), ["validation_error", 422]);
+    assert.deepEqual(await codeOf(client.writeMessages("", turn)), ["missing_scope", 422]);
+  });
+
   test("the block of a live hostile packet, for the service to check", async () => {
     const client = haki();
     const answer = await client.context({ subject_id: HOSTILE_SUBJECT, query: HOSTILE_QUERY, purpose: "test", budget_tokens: 4000, render: true });
@@ -262,6 +284,25 @@ describe("retries, timeouts and fail-open", () => {
       assert.deepEqual(first, second);
       assert.match(first.events[0].idempotency_key, /^haki-client-/);
       assert.deepEqual(first.events[0].payload, { text: "hello" });
+    } finally { await s.close(); }
+  });
+
+  test("messages without an id are dated in order and retried as sent", async () => {
+    const events = [1, 2, 3].map(() => ({ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", deduplicated: true }));
+    const s = await stub([{ status: 200, body: {}, delayMs: 1000 }, { status: 201, body: { events } }]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", backoffMs: 10, timeoutMs: 200 });
+      const written = await client.writeMessages("s", [
+        { role: "user", content: "hello" }, { role: "assistant", content: "hi" },
+        { role: "user", content: "bye", message_id: "m-9" }]);
+      assert.ok(written.events.every((e) => e.deduplicated));
+      assert.equal(s.requests.length, 2);
+      const [first, second] = s.requests.map((r) => JSON.parse(r.body));
+      assert.deepEqual(first, second);
+      assert.deepEqual([first.project_id, first.subject_id], ["p", "s"]);
+      const [hello, hi, bye] = first.messages;
+      assert.ok(Date.parse(hello.occurred_at) < Date.parse(hi.occurred_at));
+      assert.deepEqual(bye, { role: "user", content: "bye", message_id: "m-9" });
     } finally { await s.close(); }
   });
 
