@@ -34,7 +34,9 @@ def shipped_requirements(pyproject: Path = ROOT / "pyproject.toml",
     project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
     pins = [*project["dependencies"]]
     for extra in SHIPPED_EXTRAS:
-        pins.extend(project["optional-dependencies"][extra])
+        # An extra naming the project's own extras (``haki[lambda]``) adds no package.
+        pins.extend(pin for pin in project["optional-dependencies"][extra]
+                    if not pin.startswith(f"{project['name']}["))
     if sdk is not None and sdk.is_file():
         # The SDK's exact pins; a range is resolved by each user's environment, not shipped.
         pins.extend(pin for pin in tomllib.loads(sdk.read_text(encoding="utf-8"))["project"][

@@ -112,13 +112,14 @@ def test_roles_hold_no_power_beyond_their_jobs(owner_conn: psycopg.Connection) -
                has_table_privilege('haki_stats', 'events', 'SELECT'),
                has_table_privilege('haki_stats', 'conflict_sets', 'SELECT'),
                has_function_privilege('haki_stats', 'haki_authenticate(text)', 'EXECUTE'),
-               has_table_privilege('haki_stats', 'context_calls', 'SELECT'),
+               has_any_column_privilege('haki_stats', 'context_calls', 'SELECT'),
+               has_column_privilege('haki_stats', 'context_calls', 'query', 'SELECT'),
                has_schema_privilege('haki_app', 'public', 'CREATE'),
                has_schema_privilege('haki_stats', 'public', 'CREATE'),
                has_table_privilege('haki_app', 'projects', 'SELECT'),
                has_table_privilege('haki_app', 'api_keys', 'SELECT')
     """).fetchone()
-    assert privileges == (False, False, False, False, True, False, False, False, False)
+    assert privileges == (False, False, False, False, True, False, False, False, False, False)
 
 
 def test_every_security_definer_function_pins_its_search_path(

@@ -18,7 +18,7 @@ from tests.integration.conftest import Writes, unit_vector
 #: Table privileges of haki_app: 0007's, plus what the write routes need (0010).
 RUNTIME_PRIVILEGES = {
     "facts": {"SELECT", "INSERT", "UPDATE", "DELETE"},
-    "events": {"SELECT", "INSERT", "UPDATE", "DELETE"},
+    "events": {"SELECT", "INSERT", "DELETE"},
     "conflict_sets": {"SELECT", "INSERT", "UPDATE", "DELETE"},
     "context_calls": {"SELECT", "INSERT", "DELETE"},
     "context_traces": {"SELECT", "INSERT", "DELETE"},
