@@ -49,11 +49,13 @@ def rrf_score(vector_rank: int | None, text_arm_rank: int | None,
 
 def weigh_speakers(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ranked]:
     """A message the assistant wrote keeps ``assistant_weight`` of its score; the result is
-    best first."""
-    return _ordered([
-        replace(r, score=r.score * config.assistant_weight)
-        if isinstance(r.item, EpisodeCandidate) and r.item.speaker[0] == "assistant" else r
-        for r in ranked])
+    best first (``ranked`` as it was when no candidate is the assistant's)."""
+    weighed = [replace(r, score=r.score * config.assistant_weight)
+               if isinstance(r.item, EpisodeCandidate) and r.item.speaker[0] == "assistant"
+               else r for r in ranked]
+    if all(w is r for w, r in zip(weighed, ranked, strict=True)):
+        return list(ranked)
+    return _ordered(weighed)
 
 
 def _ordered(ranked: list[Ranked]) -> list[Ranked]:
