@@ -1,9 +1,9 @@
 """The fused ranking's candidates: its three statements and the merge of their rows.
 
 Each statement is a call of an SQL function that holds it (defined by migration 0017, which
-adds the disabled-subject gate to 0016's; 0019 has the episode rows cut by
-``haki_episode_excerpt``, which keeps a message's role and name): ``haki_text_arm`` (the idf
-text arm with the turns around its episodes), ``haki_nearest_facts`` and ``haki_nearest_events`` (the vector
+adds the disabled-subject gate to 0016's; since 0019 ``haki_episode_excerpt`` cuts the episode
+rows and keeps a message's role and name): ``haki_text_arm`` (the idf text arm with the turns
+around its episodes), ``haki_nearest_facts`` and ``haki_nearest_events`` (the vector
 arm, each over its own HNSW graph, the events with the turns around the nearest few). A
 function keeps its statement's parse tree, and its plan where one can be reused, for the life
 of the connection; statements are never prepared, which would pin a client to one backend
