@@ -5,7 +5,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -584,22 +584,30 @@ def test_another_projects_key_reads_none_of_it(haki: HakiClient, haki_server: Se
 
 
 def test_async_reads(haki_server: Server):
+    async def reads(client: AsyncHakiClient) -> None:
+        who = subject()
+        event = await client.remember_event(who, "Call me after 6 pm.")
+        answer = await client.context(who, "When can I call?", render=True)
+        calls, detail, events, series = await asyncio.gather(
+            client.list_calls(subject_id=who),
+            client.get_call(answer.trace_id, subject_id=who),
+            client.list_events(who),
+            client.stats_series(subject_id=who, granularity="day"))
+        assert [c.trace_id for c in calls.calls] == [answer.trace_id]
+        assert detail.rendered == answer.block
+        assert [e.id for e in events.events] == [event.id]
+        assert sum(p.calls for p in series.points) == 1
+        with pytest.raises(PermissionDeniedError):
+            await client.list_calls(project_id=OTHER_PROJECT)
+
+    with_async_client(haki_server, reads)
+
+
+def with_async_client(haki_server: Server,
+                      body: Callable[[AsyncHakiClient], Awaitable[None]]) -> None:
     async def run() -> None:
         async with AsyncHakiClient(haki_server.url, haki_server.key,
                                    project_id=DEMO_PROJECT) as client:
-            who = subject()
-            event = await client.remember_event(who, "Call me after 6 pm.")
-            answer = await client.context(who, "When can I call?", render=True)
-            calls, detail, events, series = await asyncio.gather(
-                client.list_calls(subject_id=who),
-                client.get_call(answer.trace_id, subject_id=who),
-                client.list_events(who),
-                client.stats_series(subject_id=who, granularity="day"))
-            assert [c.trace_id for c in calls.calls] == [answer.trace_id]
-            assert detail.rendered == answer.block
-            assert [e.id for e in events.events] == [event.id]
-            assert sum(p.calls for p in series.points) == 1
-            with pytest.raises(PermissionDeniedError):
-                await client.list_calls(project_id=OTHER_PROJECT)
+            await body(client)
 
     asyncio.run(run())
