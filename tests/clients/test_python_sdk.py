@@ -5,8 +5,10 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -35,7 +37,7 @@ from haki_client import (
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT
 from tests.clients.stub import Scripted, closed_port_url, stub_server
-from tests.e2e.conftest import Client, Server
+from tests.e2e.conftest import Client, Server, create_key
 
 QUERY = "Which language should we use when writing to Marie about her invoice?"
 OTHER_PROJECT = "atelier-voyage"
@@ -503,5 +505,109 @@ def test_async_writes(haki_server: Server):
                                           budget_tokens=4000, render=True)
             assert "] user (Ana): I just moved to Porto" in render(answer)
             assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
+
+    asyncio.run(run())
+
+
+# --------------------------------------------------------------------- the read routes
+
+
+def test_a_call_is_found_opened_and_its_subject_read(haki: HakiClient):
+    who, marker = subject(), f"zebra{uuid.uuid4().hex[:8]}"
+    before = datetime.now(UTC) - timedelta(minutes=1)
+    events = [haki.remember_event(who, f"Note {n}: invoices go to Porto.") for n in range(3)]
+    fact = haki.record_fact(who, "preferred_language", "pt")
+    first = haki.context(who, f"Which language for the {marker} invoice?", purpose="sdk_reads",
+                         render=True)
+    second = haki.context(who, f"Where do the {marker} invoices go?", purpose="other_purpose")
+
+    found = haki.list_calls(q=marker.upper())
+    assert [c.trace_id for c in found.calls] == [second.trace_id, first.trace_id]
+    assert {c.subject_id for c in found.calls} == {who} and found.next_cursor is None
+    only = haki.list_calls(q=marker, purpose="sdk_reads", since=before, status="ok")
+    assert [(c.trace_id, c.query) for c in only.calls] == [
+        (first.trace_id, f"Which language for the {marker} invoice?")]
+    assert haki.list_calls(q=marker, until=before).calls == []
+    assert haki.list_calls(q=marker, since=datetime.now(UTC) + timedelta(hours=1)).calls == []
+
+    page = haki.list_calls(subject_id=who, limit=1)
+    assert [c.trace_id for c in page.calls] == [second.trace_id] and page.next_cursor
+    rest = haki.list_calls(subject_id=who, limit=1, cursor=page.next_cursor)
+    assert [c.trace_id for c in rest.calls] == [first.trace_id]
+
+    detail = haki.get_call(first.trace_id, subject_id=who, timeout=5.0)
+    assert detail.trace.trace_id == first.trace_id and detail.trace.packet == first.packet
+    assert detail.rendered == first.block and detail.texts[str(fact.id)]
+    with pytest.raises(NotFoundError):
+        haki.get_call(uuid.uuid4(), subject_id=who)
+
+    listed = haki.list_events(who, limit=2)
+    more = haki.list_events(who, cursor=listed.next_cursor)
+    assert len(listed.events) == 2 and more.next_cursor is None
+    assert {e.id for e in listed.events + more.events} == {e.id for e in events}
+
+    series = haki.stats_series(subject_id=who, days=1, granularity="hour")
+    assert (series.subject_id, series.granularity) == (who, "hour")
+    assert sum(p.calls for p in series.points) == 2
+    assert haki.stats_series(days=2, granularity="day").granularity == "day"
+
+
+def test_since_and_until_are_sent_as_iso_8601():
+    page = Scripted(200, {"calls": [], "next_cursor": None})
+    moment = datetime(2026, 12, 1, 8, 30, tzinfo=UTC)
+    with stub_server([page]) as stub, HakiClient(stub.url, "hk_x", project_id="p") as client:
+        client.list_calls(since=moment, until="2026-12-02T00:00:00Z", warning="open_conflict")
+    query = parse_qs(urlsplit(stub.requests[0][1]).query)
+    assert query == {"project_id": ["p"], "since": ["2026-12-01T08:30:00+00:00"],
+                     "until": ["2026-12-02T00:00:00Z"], "warning": ["open_conflict"]}
+    with pytest.raises(TypeError, match="subject"):
+        client.list_calls(subject="s")  # type: ignore[call-arg]
+
+
+def test_another_projects_key_reads_none_of_it(haki: HakiClient, haki_server: Server,
+                                               clients_data_dir: Path):
+    answer = haki.context(DEMO_SUBJECT, QUERY)
+    key, _ = create_key(clients_data_dir, "elsewhere", "sdk-reads-other", "--create-project")
+    with HakiClient(haki_server.url, key, project_id=DEMO_PROJECT) as other:
+        for read in (lambda: other.list_calls(subject_id=DEMO_SUBJECT),
+                     lambda: other.get_call(answer.trace_id, subject_id=DEMO_SUBJECT),
+                     lambda: other.stats_series(),
+                     lambda: other.list_events(DEMO_SUBJECT)):
+            error = error_of(read)
+            assert isinstance(error, PermissionDeniedError)
+            assert (error.code, error.status) == ("forbidden_scope", 403)
+        own = "sdk-reads-other"
+        assert other.list_calls(project_id=own, q="Marie").calls == []
+        assert other.list_events(DEMO_SUBJECT, project_id=own).events == []
+        with pytest.raises(NotFoundError):
+            other.get_call(answer.trace_id, subject_id=DEMO_SUBJECT, project_id=own)
+
+
+def test_async_reads(haki_server: Server):
+    async def reads(client: AsyncHakiClient) -> None:
+        who = subject()
+        event = await client.remember_event(who, "Call me after 6 pm.")
+        answer = await client.context(who, "When can I call?", render=True)
+        calls, detail, events, series = await asyncio.gather(
+            client.list_calls(subject_id=who),
+            client.get_call(answer.trace_id, subject_id=who),
+            client.list_events(who),
+            client.stats_series(subject_id=who, granularity="day"))
+        assert [c.trace_id for c in calls.calls] == [answer.trace_id]
+        assert detail.rendered == answer.block
+        assert [e.id for e in events.events] == [event.id]
+        assert sum(p.calls for p in series.points) == 1
+        with pytest.raises(PermissionDeniedError):
+            await client.list_calls(project_id=OTHER_PROJECT)
+
+    with_async_client(haki_server, reads)
+
+
+def with_async_client(haki_server: Server,
+                      body: Callable[[AsyncHakiClient], Awaitable[None]]) -> None:
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, haki_server.key,
+                                   project_id=DEMO_PROJECT) as client:
+            await body(client)
 
     asyncio.run(run())

@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 from uuid import UUID, uuid4
 
@@ -45,11 +45,14 @@ from haki_client.errors import (
     error_for,
 )
 from haki_client.models import (
+    CallDetail,
+    CallPage,
     ConflictPage,
     ContextPacket,
     ContextResponse,
     Error,
     EventIn,
+    EventPage,
     EventsResponse,
     EventWritten,
     FactIn,
@@ -62,16 +65,21 @@ from haki_client.models import (
     MessageIn,
     ResolveResponse,
     StatsOverview,
+    StatsSeries,
 )
 from haki_client.operations import (
+    CALL,
     CONTEXT,
     FORGET,
     INSPECT,
+    LIST_CALLS,
     LIST_CONFLICTS,
+    LIST_EVENTS,
     LIST_FACTS,
     RESOLVE_CONFLICT,
     SET_FACT_STATUS,
     STATS_OVERVIEW,
+    STATS_SERIES,
     WRITE_EVENTS,
     WRITE_FACTS,
     Operation,
@@ -250,6 +258,8 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 Call = tuple[Operation, dict[str, Any]]
+#: A moment as a query parameter: an aware ``datetime``, or ISO 8601 text with a time zone.
+Moment = datetime | str
 EventLike = EventIn | Mapping[str, Any]
 FactLike = FactIn | Mapping[str, Any]
 MessageLike = MessageIn | Mapping[str, Any]
@@ -310,6 +320,30 @@ class _Routes:
         return STATS_OVERVIEW, {"query": {
             "project_id": self._scope(project_id), "subject_id": subject_id}}
 
+    def list_calls(self, filters: Mapping[str, Any], project_id: str | None) -> Call:
+        unknown = sorted(set(filters) - set(LIST_CALLS.query))
+        if unknown:
+            raise TypeError(f"list_calls() got unexpected keyword(s): {', '.join(unknown)}")
+        since, until = (_moment(filters.get(k)) for k in ("since", "until"))
+        return LIST_CALLS, {"query": {**filters, "project_id": self._scope(project_id),
+                                      "since": since, "until": until}}
+
+    def get_call(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
+        return CALL, {"path": {"trace_id": trace_id}, "query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id}}
+
+    def stats_series(self, subject_id: str | None, days: int | None, granularity: str | None,
+                     project_id: str | None) -> Call:
+        return STATS_SERIES, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "days": days,
+            "granularity": granularity}}
+
+    def list_events(self, subject_id: str, cursor: str | None, limit: int | None,
+                    project_id: str | None) -> Call:
+        return LIST_EVENTS, {"query": {
+            "project_id": self._scope(project_id), "subject_id": subject_id, "cursor": cursor,
+            "limit": limit}}
+
     def write_events(self, events: Sequence[EventLike], project_id: str | None) -> Call:
         records = [_keyed(_record(EventIn, e)).model_dump(mode="json", exclude_none=True)
                    for e in events]
@@ -354,6 +388,34 @@ class _Routes:
                project_id: str | None) -> Call:
         return FORGET, {"body": {"project_id": self._scope(project_id), "mode": mode,
                                  "subject_id": subject_id, "fact_id": fact_id}}
+
+
+class CallFilters(TypedDict, total=False):
+    """The keywords of :meth:`HakiClient.list_calls`: which calls, and which page of them."""
+
+    #: Calls of this subject only.
+    subject_id: str
+    #: Text the query or the subject id contains (any case).
+    q: str
+    status: Literal["ok", "degraded"]
+    #: Code of a warning the packet carries, e.g. ``open_conflict``.
+    warning: str
+    #: Why the packet was empty; ``served``: calls whose packet was not.
+    empty_reason: Literal["no_memory", "no_relevant_memory", "all_filtered", "served"]
+    purpose: str
+    #: Calls made at or after / before this moment (aware ``datetime`` or ISO 8601 text).
+    since: Moment
+    until: Moment
+    #: ``next_cursor`` of the previous page.
+    cursor: str
+    #: Calls per page, 1 to 200 (the service's default is 50).
+    limit: int
+
+
+def _moment(value: Moment | None) -> str | None:
+    """A ``since`` / ``until`` as the service reads it: ISO 8601 (``str()`` of a datetime puts
+    a space where the ``T`` goes)."""
+    return value.isoformat() if isinstance(value, datetime) else value
 
 
 def _event(subject_id: str, kind: str, text: str | None, payload: Mapping[str, Any] | None,
@@ -452,6 +514,34 @@ class HakiClient:
         timeout: TimeoutLike = None) -> StatsOverview:
         """``GET /v1/stats/overview``: usage figures of the project (or one subject)."""
         return self._call(*self._routes.stats_overview(subject_id, project_id), timeout=timeout)
+
+    def stats_series(self, *, subject_id: str | None = None, days: int | None = None,
+                     granularity: Literal["hour", "day"] | None = None,
+                     project_id: str | None = None, timeout: TimeoutLike = None) -> StatsSeries:
+        """``GET /v1/stats/series``: calls, injection rate, latency and tokens per hour or day
+        over the last ``days`` (the service's defaults: 7, ``hour``)."""
+        return self._call(*self._routes.stats_series(subject_id, days, granularity, project_id),
+                          timeout=timeout)
+
+    def list_calls(self, *, project_id: str | None = None, timeout: TimeoutLike = None,
+                   **filters: Unpack[CallFilters]) -> CallPage:
+        """``GET /v1/calls``: a page of past context calls, newest first, filtered by the
+        keywords of :class:`CallFilters`; pass ``next_cursor`` on as ``cursor``."""
+        return self._call(*self._routes.list_calls(filters, project_id), timeout=timeout)
+
+    def get_call(self, trace_id: UUID | str, *, subject_id: str, project_id: str | None = None,
+                 timeout: TimeoutLike = None) -> CallDetail:
+        """``GET /v1/calls/{trace_id}``: one call's trace, ranking, the current text of each
+        candidate and the rendered block."""
+        return self._call(*self._routes.get_call(trace_id, subject_id, project_id),
+                          timeout=timeout)
+
+    def list_events(self, subject_id: str, *, cursor: str | None = None,
+                    limit: int | None = None, project_id: str | None = None,
+                    timeout: TimeoutLike = None) -> EventPage:
+        """``GET /v1/events``: a page of the subject's episodes; pass ``next_cursor`` on."""
+        return self._call(*self._routes.list_events(subject_id, cursor, limit, project_id),
+                          timeout=timeout)
 
     def write_events(self, events: Sequence[EventLike], *,
                      project_id: str | None = None,
@@ -616,6 +706,29 @@ class AsyncHakiClient:
         timeout: TimeoutLike = None) -> StatsOverview:
         return await self._call(*self._routes.stats_overview(subject_id, project_id),
                                 timeout=timeout)
+
+    async def stats_series(self, *, subject_id: str | None = None, days: int | None = None,
+                           granularity: Literal["hour", "day"] | None = None,
+                           project_id: str | None = None,
+                           timeout: TimeoutLike = None) -> StatsSeries:
+        return await self._call(*self._routes.stats_series(subject_id, days, granularity,
+                                                           project_id), timeout=timeout)
+
+    async def list_calls(self, *, project_id: str | None = None, timeout: TimeoutLike = None,
+                         **filters: Unpack[CallFilters]) -> CallPage:
+        return await self._call(*self._routes.list_calls(filters, project_id), timeout=timeout)
+
+    async def get_call(self, trace_id: UUID | str, *, subject_id: str,
+                       project_id: str | None = None,
+                       timeout: TimeoutLike = None) -> CallDetail:
+        return await self._call(*self._routes.get_call(trace_id, subject_id, project_id),
+                                timeout=timeout)
+
+    async def list_events(self, subject_id: str, *, cursor: str | None = None,
+                          limit: int | None = None, project_id: str | None = None,
+                          timeout: TimeoutLike = None) -> EventPage:
+        return await self._call(*self._routes.list_events(subject_id, cursor, limit,
+                                                          project_id), timeout=timeout)
 
     async def write_events(self, events: Sequence[EventLike], *,
                            project_id: str | None = None,

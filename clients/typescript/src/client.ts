@@ -9,18 +9,20 @@
  *
  * With `failOpen: true`, `context()` resolves to an empty packet (its block, when asked, "")
  * and logs a warning when the service cannot be reached or answers 5xx / 429 after the retries; every
- * other call, and every 4xx, throws {@link HakiError}.
+ * other call, and every 4xx, throws {@link HakiError} (a subclass per status family: errors.ts).
  */
 
 import {
-  CONFIGURATION_ERROR, CONNECTION_ERROR, HakiError, UNEXPECTED_RESPONSE,
+  APIConnectionError, APITimeoutError, CONFIGURATION_ERROR, ConfigurationError, CONNECTION_ERROR,
+  errorFor, HakiError, UNEXPECTED_RESPONSE,
 } from "./errors.js";
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
-  ConflictPage, ConflictsQuery, ContextRequest, ContextResponse, ContextResult, EventIn,
-  EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest,
-  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery,
-  InspectResponse, MessageIn, ResolveResponse, StatsOverview, StatsQuery,
+  CallDetail, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery, ContextRequest,
+  ContextResponse, ContextResult, EventIn, EventPage, EventsQuery, EventsResponse, EventWritten,
+  FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest, FactStatusResponse,
+  FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery, InspectResponse,
+  MessageIn, ResolveResponse, SeriesQuery, StatsOverview, StatsQuery, StatsSeries,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -118,7 +120,7 @@ export class HakiClient {
   constructor(options: HakiClientOptions = {}) {
     this.url = (options.url ?? env("HAKI_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
     const key = options.apiKey ?? env("HAKI_API_KEY");
-    if (!key) throw new HakiError(CONFIGURATION_ERROR, "no API key: pass apiKey or set HAKI_API_KEY");
+    if (!key) throw new ConfigurationError(CONFIGURATION_ERROR, "no API key: pass apiKey or set HAKI_API_KEY");
     this.apiKey = key;
     this.projectId = options.projectId ?? env("HAKI_PROJECT_ID");
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -169,6 +171,33 @@ export class HakiClient {
     return this.call(OPERATIONS.statsOverview, {
       query: { ...query, project_id: query.project_id ?? this.projectId },
     });
+  }
+
+  /** `GET /v1/stats/series`: calls, injection rate, latency and tokens per hour or day over
+   * the last `days` (the service's defaults: 7, "hour"). */
+  statsSeries(query: Partial<SeriesQuery> = {}): Promise<StatsSeries> {
+    return this.call(OPERATIONS.statsSeries, { query: this.inProject(query) });
+  }
+
+  /** `GET /v1/calls`: a page of past context calls, newest first, filtered by subject, text
+   * (`q`), status, warning, empty reason, purpose and time (`since`, `until`: a `Date` or ISO
+   * 8601 text with a time zone); pass `next_cursor` on as `cursor`. */
+  listCalls(query: Partial<CallsQuery> = {}): Promise<CallPage> {
+    const { since, until, ...rest } = query;
+    return this.call(OPERATIONS.listCalls, {
+      query: this.inProject({ ...rest, since: iso(since), until: iso(until) }),
+    });
+  }
+
+  /** `GET /v1/calls/{trace_id}`: one call's trace, ranking, the current text of each
+   * candidate and the rendered block. */
+  getCall(traceId: string, query: InProject<CallQuery>): Promise<CallDetail> {
+    return this.call(OPERATIONS.call, { path: { trace_id: traceId }, query: this.inProject(query) });
+  }
+
+  /** `GET /v1/events`: a page of the subject's episodes; pass `next_cursor` on. */
+  listEvents(query: InProject<EventsQuery>): Promise<EventPage> {
+    return this.call(OPERATIONS.listEvents, { query: this.inProject(query) });
   }
 
   /** `POST /v1/events`: store 1 to 100 episodes. An event without `id` or
@@ -311,7 +340,8 @@ export class HakiClient {
       if (outcome.kind === "failure") {
         if (last || (outcome.sent && !op.idempotent)) {
           const what = outcome.timedOut ? "timed out" : "failed";
-          throw new HakiError(CONNECTION_ERROR,
+          const cls = outcome.timedOut ? APITimeoutError : APIConnectionError;
+          throw new cls(CONNECTION_ERROR,
             `request to ${this.url} ${what} after ${attempt + 1} attempt(s): ${describe(outcome.error)}`);
         }
         await sleep(this.delay(attempt));
@@ -347,6 +377,11 @@ export class HakiClient {
   }
 }
 
+/** A moment as the service reads it: ISO 8601 (`String()` of a Date is not). */
+function iso(value: string | Date | null | undefined): string | null | undefined {
+  return value instanceof Date ? value.toISOString() : value;
+}
+
 function causeCode(error: unknown): string | undefined {
   const cause = (error as { cause?: { code?: unknown } } | null)?.cause;
   return typeof cause?.code === "string" ? cause.code : undefined;
@@ -370,12 +405,12 @@ function answer<T>(response: Response, text: string): T {
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new HakiError(UNEXPECTED_RESPONSE, `HTTP ${status} answer is not JSON`, status, requestId);
+    throw errorFor(UNEXPECTED_RESPONSE, `HTTP ${status} answer is not JSON`, status, requestId);
   }
   if (status >= 200 && status < 300) return parsed as T;
   const error = (parsed as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   if (typeof error?.code !== "string" || typeof error.message !== "string") {
-    throw new HakiError(UNEXPECTED_RESPONSE, `HTTP ${status} without the API's error body`, status, requestId);
+    throw errorFor(UNEXPECTED_RESPONSE, `HTTP ${status} without the API's error body`, status, requestId);
   }
-  throw new HakiError(error.code, error.message, status, requestId);
+  throw errorFor(error.code, error.message, status, requestId);
 }

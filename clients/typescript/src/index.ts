@@ -14,7 +14,12 @@
 
 export { DEFAULT_PURPOSE, DEFAULT_URL, emptyResult, HakiClient, render, VERSION } from "./client.js";
 export type { HakiClientOptions, Logger } from "./client.js";
-export { CONFIGURATION_ERROR, CONNECTION_ERROR, HakiError, UNEXPECTED_RESPONSE } from "./errors.js";
+export {
+  APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError, CONFIGURATION_ERROR,
+  ConfigurationError, ConflictError, CONNECTION_ERROR, HakiError, NotFoundError,
+  PermissionDeniedError, RateLimitError, ServerError, UNEXPECTED_RESPONSE,
+  UnexpectedResponseError, ValidationError,
+} from "./errors.js";
 export { OPERATIONS } from "./operations.js";
 export type { Operation, OperationName } from "./operations.js";
 export type * from "./types.js";

@@ -17,6 +17,13 @@ export type TraceDecision = Schemas["TraceDecision"];
 export type StatsOverview = Schemas["StatsOverview"];
 export type DayCount = Schemas["DayCount"];
 export type ErrorBody = Schemas["Error"];
+export type StatsSeries = Schemas["StatsSeries"];
+export type SeriesPoint = Schemas["SeriesPoint"];
+export type CallSummary = Schemas["CallSummary"];
+export type CallPage = Schemas["CallPage"];
+export type CallDetail = Schemas["CallDetail"];
+export type EventView = Schemas["EventView"];
+export type EventPage = Schemas["EventPage"];
 
 export type EventIn = Schemas["EventIn"];
 export type EventsRequest = Schemas["EventsRequest"];
@@ -46,6 +53,12 @@ export type InspectQuery = paths["/v1/inspect/{trace_id}"]["get"]["parameters"][
 export type StatsQuery = paths["/v1/stats/overview"]["get"]["parameters"]["query"];
 export type FactsQuery = NonNullable<paths["/v1/facts"]["get"]["parameters"]["query"]>;
 export type ConflictsQuery = NonNullable<paths["/v1/conflicts"]["get"]["parameters"]["query"]>;
+export type SeriesQuery = NonNullable<paths["/v1/stats/series"]["get"]["parameters"]["query"]>;
+/** What `listCalls()` filters by; `since` and `until` also take a `Date`. */
+export type CallsQuery = Omit<NonNullable<paths["/v1/calls"]["get"]["parameters"]["query"]>,
+  "since" | "until"> & { since?: string | Date | null; until?: string | Date | null };
+export type CallQuery = paths["/v1/calls/{trace_id}"]["get"]["parameters"]["query"];
+export type EventsQuery = NonNullable<paths["/v1/events"]["get"]["parameters"]["query"]>;
 
 /** What `context()` resolves to: the service's answer, or — for a client created with
  * `failOpen: true` when the service is down — an empty packet with `trace_id: null` and

@@ -6,7 +6,11 @@ import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { describe, test } from "node:test";
 
-import { DEFAULT_PURPOSE, HakiClient, HakiError, render } from "../dist/esm/index.js";
+import {
+  APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError, ConfigurationError,
+  ConflictError, DEFAULT_PURPOSE, HakiClient, HakiError, NotFoundError, PermissionDeniedError,
+  RateLimitError, render, ServerError, UnexpectedResponseError, ValidationError,
+} from "../dist/esm/index.js";
 
 const live = process.env.HAKI_URL && process.env.HAKI_API_KEY;
 const SUBJECT = "user-marie";
@@ -120,6 +124,59 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(await codeOf(client.writeMessages("", turn)), ["missing_scope", 422]);
   });
 
+  test("reads: a call is found and opened; the subject's events and a series", async () => {
+    const client = haki();
+    const who = `ts-${Math.random().toString(16).slice(2, 12)}`;
+    const marker = `zebra${Math.random().toString(16).slice(2, 10)}`;
+    const before = new Date(Date.now() - 60_000);
+    const events = [];
+    for (const n of [1, 2, 3]) {
+      events.push(await client.rememberEvent({ subject_id: who, kind: "note", text: `Note ${n}: invoices go to Porto.` }));
+    }
+    const fact = await client.recordFact({ subject_id: who, predicate: "preferred_language", value: "pt" });
+    const first = await client.context({ subject_id: who, query: `Which language for the ${marker} invoice?`, purpose: "ts_reads", render: true });
+    const second = await client.context({ subject_id: who, query: `Where do the ${marker} invoices go?`, purpose: "other_purpose" });
+
+    const found = await client.listCalls({ q: marker.toUpperCase() });
+    assert.deepEqual(found.calls.map((c) => c.trace_id), [second.trace_id, first.trace_id]);
+    assert.deepEqual([...new Set(found.calls.map((c) => c.subject_id))], [who]);
+    const only = await client.listCalls({ q: marker, purpose: "ts_reads", since: before, status: "ok" });
+    assert.deepEqual(only.calls.map((c) => [c.trace_id, c.query]), [[first.trace_id, `Which language for the ${marker} invoice?`]]);
+    assert.deepEqual((await client.listCalls({ q: marker, until: before.toISOString() })).calls, []);
+    assert.deepEqual((await client.listCalls({ q: marker, since: new Date(Date.now() + 3_600_000) })).calls, []);
+    const page = await client.listCalls({ subject_id: who, limit: 1 });
+    assert.deepEqual(page.calls.map((c) => c.trace_id), [second.trace_id]);
+    const rest = await client.listCalls({ subject_id: who, limit: 1, cursor: page.next_cursor });
+    assert.deepEqual(rest.calls.map((c) => c.trace_id), [first.trace_id]);
+
+    const detail = await client.getCall(first.trace_id, { subject_id: who });
+    assert.equal(detail.trace.trace_id, first.trace_id);
+    assert.deepEqual(detail.trace.packet, first.packet);
+    assert.equal(detail.rendered, first.block);
+    assert.ok(detail.texts[fact.id]);
+    await assert.rejects(client.getCall("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", { subject_id: who }), NotFoundError);
+
+    const listed = await client.listEvents({ subject_id: who, limit: 2 });
+    const more = await client.listEvents({ subject_id: who, cursor: listed.next_cursor });
+    assert.equal(listed.events.length, 2);
+    assert.equal(more.next_cursor, null);
+    assert.deepEqual([...listed.events, ...more.events].map((e) => e.id).sort(), events.map((e) => e.id).sort());
+
+    const series = await client.statsSeries({ subject_id: who, days: 1, granularity: "hour" });
+    assert.deepEqual([series.subject_id, series.granularity], [who, "hour"]);
+    assert.equal(series.points.reduce((n, p) => n + p.calls, 0), 2);
+
+    // Another project's reads: refused, each with the 403 family.
+    for (const read of [
+      () => client.listCalls({ project_id: "atelier-voyage" }),
+      () => client.getCall(first.trace_id, { project_id: "atelier-voyage", subject_id: who }),
+      () => client.statsSeries({ project_id: "atelier-voyage" }),
+      () => client.listEvents({ project_id: "atelier-voyage", subject_id: who }),
+    ]) {
+      await assert.rejects(read(), (e) => e instanceof PermissionDeniedError && e.code === "forbidden_scope" && e.status === 403);
+    }
+  });
+
   test("the block of a live hostile packet, for the service to check", async () => {
     const client = haki();
     const answer = await client.context({ subject_id: HOSTILE_SUBJECT, query: HOSTILE_QUERY, purpose: "test", budget_tokens: 4000, render: true });
@@ -213,6 +270,46 @@ describe("retries, timeouts and fail-open", () => {
       } finally { await s.close(); }
     });
   }
+
+  test("each status family has its error class, all of them HakiErrors", async () => {
+    const families = [[400, BadRequestError], [401, AuthenticationError], [403, PermissionDeniedError],
+      [404, NotFoundError], [409, ConflictError], [413, BadRequestError], [422, ValidationError],
+      [429, RateLimitError], [500, ServerError], [503, ServerError]];
+    const s = await stub(families.map(([status]) => ({ status, body: { error: { code: `code_${status}`, message: "no" } } })));
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", maxRetries: 0 });
+      for (const [status, family] of families) {
+        const error = await client.listFacts({ subject_id: "s" }).then(() => null, (e) => e);
+        assert.ok(error instanceof family && error instanceof HakiError, `${status}: ${error}`);
+        assert.deepEqual([error.name, error.code, error.status], [family.name, `code_${status}`, status]);
+        const client4xx = error instanceof BadRequestError;
+        assert.equal(client4xx, status >= 400 && status < 500 && status !== 429);
+      }
+    } finally { await s.close(); }
+    const refused = new HakiClient({ url: await closedPort(), apiKey: "hk_x", projectId: "p", maxRetries: 0 });
+    await assert.rejects(refused.statsSeries(), (e) => e instanceof APIConnectionError && !(e instanceof APITimeoutError));
+    const slow = await stub([{ ...OK, delayMs: 1000 }]);
+    try {
+      const client = new HakiClient({ url: slow.url, apiKey: "hk_x", projectId: "p", maxRetries: 0, timeoutMs: 100 });
+      await assert.rejects(client.statsOverview(), (e) => e instanceof APITimeoutError && e.code === "connection_error");
+    } finally { await slow.close(); }
+    const html = await stub([{ status: 200, raw: "<html>hi</html>" }]);
+    try {
+      const client = new HakiClient({ url: html.url, apiKey: "hk_x", projectId: "p", maxRetries: 0 });
+      await assert.rejects(client.listEvents({ subject_id: "s" }), (e) => e instanceof UnexpectedResponseError && e.status === 200);
+    } finally { await html.close(); }
+  });
+
+  test("listCalls sends its filters, and a Date as ISO 8601", async () => {
+    const empty = { status: 200, body: { calls: [], next_cursor: null } };
+    const s = await stub([empty]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p" });
+      await client.listCalls({ since: new Date(Date.UTC(2026, 11, 1, 8, 30)), until: "2026-12-02T00:00:00Z", warning: "open_conflict" });
+      const query = Object.fromEntries(new URL(s.requests[0].url, s.url).searchParams);
+      assert.deepEqual(query, { project_id: "p", since: "2026-12-01T08:30:00.000Z", until: "2026-12-02T00:00:00Z", warning: "open_conflict" });
+    } finally { await s.close(); }
+  });
 
   test("a connection error is retried, then fails open with a warning", async () => {
     const url = await closedPort();
@@ -335,7 +432,7 @@ describe("retries, timeouts and fail-open", () => {
     const saved = process.env.HAKI_API_KEY;
     delete process.env.HAKI_API_KEY;
     try {
-      assert.throws(() => new HakiClient({ url: "http://127.0.0.1:1" }), (e) => e instanceof HakiError && e.code === "configuration_error");
+      assert.throws(() => new HakiClient({ url: "http://127.0.0.1:1" }), (e) => e instanceof ConfigurationError && e instanceof HakiError && e.code === "configuration_error");
     } finally {
       if (saved !== undefined) process.env.HAKI_API_KEY = saved;
     }
