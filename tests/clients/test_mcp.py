@@ -117,6 +117,23 @@ def test_remember_record_recall_and_forget_over_stdio(haki_server: Server):
     assert after.structured_content["memory"] == ""
 
 
+def test_forget_disable_then_enable_serves_the_subject_again(haki_server: Server):
+    who = f"mcp-{uuid.uuid4().hex[:10]}"
+    said = "Please always call me on my mobile, never at the office."
+    query = "How should we call her?"
+    _, [_, disabled, hidden, enabled, served] = run(settings(haki_server, HAKI_SUBJECT=who), [
+        ("remember", {"text": said, "idempotency_key": f"{who}-1"}),
+        ("forget", {"mode": "disable"}),
+        ("recall", {"query": query}),
+        ("forget", {"mode": "enable"}),
+        ("recall", {"query": query}),
+    ])
+    assert disabled.structured_content["mode"] == "disable"
+    assert said not in hidden.structured_content["memory"]
+    assert not enabled.is_error and enabled.structured_content["mode"] == "enable"
+    assert said in served.structured_content["memory"]
+
+
 def test_remember_says_who_said_a_message_and_recall_shows_it(haki_server: Server):
     who = f"mcp-{uuid.uuid4().hex[:10]}"
     said = "I just moved to Porto, please send my invoices there."

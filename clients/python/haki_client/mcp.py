@@ -44,7 +44,8 @@ INSTRUCTIONS = (
     "message: who said it), and `record_fact` for a durable fact (a preference, an "
     "identifier). `list_facts` shows what is recorded; `list_conflicts` the facts that "
     "contradict each other (hidden until settled) and `resolve_conflict` keeps one. `forget` "
-    "stops serving (or erases) a subject's memory or one fact. `inspect` explains, for a "
+    "stops serving (or erases) a subject's memory or one fact, and brings a disabled one "
+    "back. `inspect` explains, for a "
     "trace id, why each remembered item was or was not included."
 )
 
@@ -297,15 +298,17 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,
                         superseded_fact_ids=[str(f) for f in done.superseded_fact_ids])
 
     @server.tool(description="Forget a subject's memory, or one fact: mode `disable` stops "
-                             "serving it (reversible), `delete` erases it for good.",
+                             "serving it (reversible), `enable` serves it again, `delete` "
+                             "erases it for good.",
                  annotations=writes(destructive=True))
     async def forget(
         subject_id: Annotated[str | None, Field(
             description="the subject to forget (default: HAKI_SUBJECT unless fact_id is "
                         "given)")] = None,
         fact_id: Annotated[str | None, Field(description="or only this fact")] = None,
-        mode: Annotated[Literal["disable", "delete"], Field(
-            description="disable (reversible) or delete (erasure)")] = "disable",
+        mode: Annotated[Literal["disable", "enable", "delete"], Field(
+            description="disable (reversible), enable (undo a disable) or delete "
+                        "(erasure)")] = "disable",
     ) -> Forgotten:
         who = None if fact_id else subject(subject_id)
         done = await call(lambda c: c.forget(mode, subject_id=who, fact_id=fact_id))
