@@ -169,16 +169,22 @@ def evidence_sentence(text: str, query: EvalQuery) -> str:
     return max(pieces, key=lambda piece: len(wanted & _words(piece)))
 
 
-def carried(query: EvalQuery, packet: ContextPacket, texts: Mapping[UUID, str]) -> int:
+def evidence_of(query: EvalQuery, texts: Mapping[UUID, str]) -> dict[UUID, str]:
+    """The evidence sentence of each expected event of ``query`` whose text is known."""
+    return {i: evidence_sentence(texts[i], query) for i in query.expected_event_ids
+            if i in texts}
+
+
+def carried(query: EvalQuery, packet: ContextPacket, evidence: Mapping[UUID, str]) -> int:
     """How many of the query's expected items the packet carries the content of (rules in
-    the module doc)."""
+    the module doc); ``evidence``: :func:`evidence_of` the query."""
     fact_ids = {f.id for f in packet.facts}
     cited = {e for f in packet.facts for e in f.source_event_ids}
     served = {e.event_id: _normal(e.excerpt) for e in packet.episodes}
     return (sum(1 for i in query.expected_fact_ids if i in fact_ids)
             + sum(1 for i in query.expected_event_ids
-                  if i in cited or (i in served and i in texts
-                                    and evidence_sentence(texts[i], query) in served[i])))
+                  if i in cited or (i in served and i in evidence
+                                    and evidence[i] in served[i])))
 
 
 @dataclass(frozen=True)
@@ -231,8 +237,9 @@ class Evaluator:
         self.budget = budget
         self.config = RetrievalConfig.from_settings(settings)
         self.progress = progress
-        #: The text of every event of the set, for the content measure.
-        self.texts = {e.id: event_body(e.payload) for e in labelled.document.events if e.id}
+        #: Each question's evidence sentences (the content measure), found once for every run.
+        texts = {e.id: event_body(e.payload) for e in labelled.document.events if e.id}
+        self.evidence = [evidence_of(q, texts) for q in labelled.queries]
         self.vectors = [embedder.embed_query(q.query) for q in
                         tqdm(labelled.queries, desc="embed questions", unit="q",
                              disable=not progress, file=sys.stderr)]
@@ -249,9 +256,10 @@ class Evaluator:
         :class:`SeedConfig` ranks the seed's way) at ``budget`` tokens (default: the
         evaluator's) unless the question sets its own."""
         outcomes = []
-        for q, vector in tqdm(zip(self.labelled.queries, self.vectors, strict=True),
-                              total=len(self.vectors), desc=label, unit="q", leave=False,
-                              disable=not self.progress, file=sys.stderr):
+        questions = zip(self.labelled.queries, self.vectors, self.evidence, strict=True)
+        for q, vector, evidence in tqdm(questions, total=len(self.vectors), desc=label,
+                                        unit="q", leave=False, disable=not self.progress,
+                                        file=sys.stderr):
             request = ContextRequest(
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or budget or self.budget)
@@ -259,7 +267,7 @@ class Evaluator:
                 result = self._assemble(request, vector, config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
-                q, coverage(q, packet), carried(q, packet, self.texts),
+                q, coverage(q, packet), carried(q, packet, evidence),
                 result.response.token_count,
                 result.timings_ms["total"], result.facts_served,
                 result.episodes_served, result.response.trace_id))

@@ -20,6 +20,7 @@ from haki_local.evaluation import (
     carried,
     coverage,
     evaluate,
+    evidence_of,
     evidence_sentence,
     load_labelled_set,
 )
@@ -84,7 +85,7 @@ def test_content_is_carried_by_an_excerpt_holding_the_evidence_or_a_citing_fact(
                       expected_fact_ids=[LANG_FACT])
     # Covered: served, cut, cited, the fact; carried: not the excerpt cut before the evidence.
     assert coverage(query, packet) == 4
-    assert carried(query, packet, texts) == 3
+    assert carried(query, packet, evidence_of(query, texts)) == 3
 
 
 def _labelled(tmp_path: Path) -> Path:
