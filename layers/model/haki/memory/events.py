@@ -54,7 +54,7 @@ VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(kind)s, %(payload)s,
 """
 
 #: ``haki load``: an id already stored in the same scope is updated with the document's values
-#: (event ids are unique per project: the primary key is (project_id, id), 0017).
+#: (event ids are unique per project: the primary key is (project_id, id)).
 UPSERT_EVENT = _INSERT_EVENT + """
 ON CONFLICT (project_id, id) DO UPDATE SET
     kind = EXCLUDED.kind, payload = EXCLUDED.payload, occurred_at = EXCLUDED.occurred_at,
