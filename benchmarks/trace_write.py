@@ -68,7 +68,7 @@ def _decisions() -> list[TraceDecision]:
         event_id=None if i < 110 else uuid.uuid4(),
         action="included" if i < 12 else "excluded",
         reason_code="top_score" if i < 12 else "over_budget", rank=i + 1, score=0.5,
-        similarity=0.8, text_rank=None, recency=0.9, tokens=40, vector_rank=i + 1)
+        similarity=0.8, text_rank=None, tokens=40, vector_rank=i + 1)
         for i in range(DECISIONS)]
 
 

@@ -2,7 +2,6 @@
 every decision field of every kind — NULLs, bools, UUIDs, ranks, scores at ``real`` precision,
 every action and reason code — comes back as written, in order."""
 
-import math
 from uuid import uuid4
 
 import pytest
@@ -30,7 +29,6 @@ def _decisions() -> list[TraceDecision]:
             score=1.0 / (i + 3) if i % 5 else None,
             similarity=0.1234567890123 * (i % 7) if i % 6 else None,
             text_rank=1e-7 * i if i % 2 else None,
-            recency=math.exp(-i),
             tokens=10 * i if i % 9 else None,
             unconfirmed=i % 2 == 0,
             vector_rank=i if i % 3 else None,

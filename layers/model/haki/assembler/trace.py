@@ -31,7 +31,8 @@ from haki.models import (
 #: their position in ``haki_trace_actions()`` / ``haki_trace_reasons()``, the one place the
 #: codes are mapped). A packet is never stored without its trace, and the write is one
 #: statement however many candidates there were. The trace row takes the call's
-#: ``created_at`` (RETURNING), so both land in the same day partition.
+#: ``created_at`` (RETURNING), so both land in the same day partition. ``recencies`` is a
+#: column no decision fills any more: it gets an empty array (the decoding view reads NULLs).
 INSERT_CALL_AND_TRACE = f"""
 WITH call AS (
     INSERT INTO context_calls (
@@ -45,7 +46,7 @@ WITH call AS (
         %(embed_ms)s, %(retrieval_ms)s, %(latency_ms)s)
     RETURNING trace_id, project_id, created_at
 )
-INSERT INTO context_traces (trace_id, created_at, project_id, {TRACE_COLUMNS})
+INSERT INTO context_traces (trace_id, created_at, project_id, {TRACE_COLUMNS}, recencies)
 SELECT call.trace_id, call.created_at, call.project_id,
        %(ordinals)b::integer[], %(fact_ids)b::uuid[], %(event_ids)b::uuid[],
        ARRAY(SELECT array_position(haki_trace_actions(), code)::smallint
@@ -53,9 +54,9 @@ SELECT call.trace_id, call.created_at, call.project_id,
        ARRAY(SELECT array_position(haki_trace_reasons(), code)::smallint
              FROM unnest(%(reasons)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
        %(ranks)b::integer[], %(scores)b::real[], %(similarities)b::real[],
-       %(text_ranks)b::real[], %(recencies)b::real[], %(tokens)b::integer[],
+       %(text_ranks)b::real[], %(tokens)b::integer[],
        %(unconfirmed)b::boolean[], %(vector_ranks)b::integer[], %(text_arm_ranks)b::integer[],
-       %(expanded_from)b::uuid[]
+       %(expanded_from)b::uuid[], '{{}}'::real[]
 FROM call
 """
 
