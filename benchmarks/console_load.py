@@ -25,10 +25,10 @@ import psycopg
 from playwright.sync_api import Page, sync_playwright
 
 from haki.roles import DATABASE_NAME, Role
-from haki.settings import SOURCE_ROOT
 from haki_local import launch
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
 from haki_local.embedded import embedded_role_url, start_embedded
+from haki_local.environment import SOURCE_ROOT
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "console_load.json"
 DECISIONS = 30

@@ -22,8 +22,8 @@ from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database, Role
 from haki.db.connection import acting_for, connect
 from haki.models import ContextPacket, ContextRequest, ContextResponse, TraceDecision
-from haki.settings import SOURCE_ROOT
 from haki_local.admin import tenant_keys
+from haki_local.environment import SOURCE_ROOT
 from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "trace_write.json"

@@ -47,11 +47,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import Multiprocess
 
 from haki.errors import HakiError, PayloadTooLarge
-from haki.settings import get_settings
 from haki_aws.errors import CONTENT_TYPE, INTERNAL_MESSAGE, error_body
 from haki_aws.routes import EDGE_ERRORS, ROUTES, Route
 from haki_local.console import PREFIX, Console
-from haki_local.embedded import use_embedded_database
 
 #: API Gateway's own payload limit; the handlers apply the contract's smaller ones.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -310,9 +308,7 @@ async def _internal_error(request: Request, error: Exception) -> Response:
 
 def local_app() -> Starlette:
     """uvicorn's factory, called in each worker process: the real handlers and the console,
-    over the embedded database unless ``HAKI_DATABASE_URL`` names one."""
-    settings = get_settings()
-    use_embedded_database(settings)
+    over the database of the worker's ``HAKI_DATABASE_URL`` (``haki serve`` sets it)."""
     return create_app(load_handlers(), Console(),
                       authorizer=import_module("functions.authorizer.app").handler)
 

@@ -12,7 +12,7 @@ import pytest
 from haki.embedding import Embedder, get_embedder
 from haki.errors import ValidationFailed
 from haki.models import ContextPacket, PacketEpisode, PacketFact
-from haki.settings import Settings
+from haki.settings import Settings, get_settings
 from haki_local.cli import build_parser
 from haki_local.evaluation import (
     ABLATIONS,
@@ -33,7 +33,7 @@ WHEN = datetime(2026, 3, 3, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    return get_embedder(Settings())
+    return get_embedder(get_settings())
 
 
 def _packet(facts: list[PacketFact], episodes: list[PacketEpisode]) -> ContextPacket:

@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 
 from haki.errors import MigrationError
-from haki.settings import SOURCE_ROOT
+from haki.settings import get_settings
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,8 @@ log = logging.getLogger(__name__)
 ADVISORY_LOCK_KEY = 0x4841_4B49_4D49_47  # "HAKIMIG"
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
-#: Where the layer build copies the SQL files, and where a checkout keeps them.
+#: Where the layer's and the wheel's builds copy the SQL files.
 PACKAGED_DIR = Path(__file__).with_name("migrations_sql")
-SOURCE_DIR = SOURCE_ROOT / "migrations"
 
 
 @dataclass(frozen=True)
@@ -41,12 +40,14 @@ class Migration:
 
 
 def default_migrations_dir() -> Path:
-    """The packaged copy in a Lambda layer, else the checkout's ``migrations/``."""
-    return PACKAGED_DIR if PACKAGED_DIR.is_dir() else SOURCE_DIR
+    """``HAKI_MIGRATIONS_DIR`` (a source checkout's folder), else the packaged copy."""
+    return get_settings().migrations_dir or PACKAGED_DIR
 
 
 def load_migrations(directory: Path) -> list[Migration]:
     """Every ``NNNN_name.sql`` file of ``directory``, in order; numbers must be unique."""
+    if not directory.is_dir():
+        raise MigrationError(f"no migrations folder at {directory} (HAKI_MIGRATIONS_DIR)")
     files = sorted(p for p in directory.glob("*.sql"))
     bad = [p.name for p in files if not _NAME.match(p.name)]
     if bad:
