@@ -170,10 +170,10 @@ class HakiConfig:
 STACK_ENV_NAMES = frozenset(
     name for name in Settings.environment_variables() if name.startswith("HAKI_DB_"))
 #: The variables a deployment may add: what ``haki.settings.Settings`` reads, minus what the
-#: stack sets (the proxy's, the generated log salt) and the two that only make sense on a
+#: stack sets (the proxy's, the generated log salt's secret) and the two that only make sense on a
 #: developer's machine. Anything else in ``runtime_env`` is a typo.
 RUNTIME_ENV_NAMES = Settings.environment_variables() - STACK_ENV_NAMES - {
-    "HAKI_LOG_SALT", "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
+    "HAKI_LOG_SALT", "HAKI_LOG_SALT_SECRET_ARN", "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
 
 
 def _json(value: Any) -> Any:

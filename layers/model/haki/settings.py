@@ -121,9 +121,14 @@ class Settings(BaseModel):
     log_subject_ids: Literal["hashed", "plain"] = "hashed"
     #: ``HAKI_LOG_SALT``: the per-deployment secret the subject digest of the logs is keyed
     #: with (HMAC-SHA256), so a guessed subject id cannot be confirmed against the logs without
-    #: it. The stack generates one (docs/security.md, "Logs"). Unset: a random one per process
+    #: it. The stack generates one in Secrets Manager (``log_salt_secret_arn``, docs/security.md,
+    #: "Logs"). Unset: a random one per process
     #: (digests then correlate within one process only).
     log_salt: SecretStr | None = Field(default=None, min_length=16)
+    #: ``HAKI_LOG_SALT_SECRET_ARN``: deployed, the ARN of the Secrets Manager secret holding
+    #: ``log_salt`` (the stack sets it; the value never sits in the environment). The AWS edge
+    #: reads the secret at cold start (``haki_aws.secrets``) into ``log_salt``.
+    log_salt_secret_arn: str | None = Field(default=None, min_length=1)
 
     # Deployed functions reach the database through RDS Proxy with IAM auth; the CDK stack
     # sets these and the AWS edge (``haki_aws.database``) reads them from here.
