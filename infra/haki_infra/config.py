@@ -62,7 +62,12 @@ DEFAULT_SIZING: dict[str, FunctionSizing] = {
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
+    # The console's static files, public (no key): a few milliseconds each, no database. Its
+    # reservation caps what a flood of page loads can take of the account's concurrency.
+    "console": FunctionSizing(memory_mb=128, timeout_s=5, reserved_concurrency=10),
 }
+#: The one function that never reaches the database (its reservation is not the proxy's).
+NO_DATABASE = frozenset({"console"})
 
 
 @dataclass(frozen=True)
@@ -97,9 +102,10 @@ class HakiConfig:
     #: (0..3600; 0: every call runs the authorizer). A revoked key is still refused by the
     #: function within it; only the edge's allow lives this long.
     authorizer_cache_seconds: int = 300
-    #: Opt-in (from ~$6/month): an AWS WAFv2 web ACL on the stage, with the AWS common rule
-    #: set and a per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes.
-    waf: bool = False
+    #: An AWS WAFv2 web ACL on the stage (from ~$6/month), with the AWS common rule set and a
+    #: per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes; ``false`` turns it
+    #: off (a throwaway environment, or a WAF managed outside the stack).
+    waf: bool = True
     waf_rate_limit: int = 2000
     #: Optional custom domain (with the ARN of its ACM certificate, same region), TLS 1.2+.
     domain_name: str | None = None

@@ -142,9 +142,9 @@ class HakiStack(Stack):
 
         api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas,
                   authorizer=lambdas["authorizer"])
-        self.console = Console(
-            self, "Console", rest_api=api.rest_api, log_retention=config.log_retention
-        )
+        self.console = Console(self, "Console", rest_api=api.rest_api,
+                               sizing=config.sizing["console"],
+                               log_retention=config.log_retention)
         FunctionSchedule(
             self,
             "AggregationSchedule",
