@@ -113,6 +113,11 @@ class Settings(BaseModel):
     scope_index_min_rows: int = Field(default=10_000, ge=2)
     scope_index_max_share: float = Field(default=0.5, gt=0.0, le=1.0)
     scope_indexes_max: int = Field(default=32, ge=0, le=1000)
+    #: ``HAKI_MAX_FACTS_PER_PROJECT`` / ``HAKI_MAX_EVENTS_PER_PROJECT``: the storage quota of
+    #: each project, in rows of any status; a write past it is refused with 413
+    #: ``storage_quota_exceeded`` and stores nothing (``haki.memory.quota``).
+    max_facts_per_project: int = Field(default=1_000_000, ge=1)
+    max_events_per_project: int = Field(default=10_000_000, ge=1)
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable
