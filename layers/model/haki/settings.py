@@ -75,9 +75,13 @@ class Settings(BaseModel):
     model_dir: Path = Field(default_factory=_default_model_dir)
     #: ``HAKI_EMBED_THREADS``: onnxruntime intra-op threads (a Lambda ≤1769 MB has one vCPU).
     embed_threads: int = Field(default=1, ge=1, le=64)
-    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors kept per process (LRU; agents repeat
+    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors a process keeps per project (an LRU of
+    #: each project's own, so one project never evicts another's entries; agents repeat
     #: questions); 0 turns the cache off. ~1.8 KiB an entry.
     embed_query_cache_size: int = Field(default=1024, ge=0, le=65_536)
+    #: ``HAKI_EMBED_QUERY_CACHE_PROJECTS``: how many projects' caches a process holds at once
+    #: (the least recently asking one is dropped whole for a new one).
+    embed_query_cache_projects: int = Field(default=8, ge=1, le=1024)
     #: ``HAKI_RECALL_MAX_DISTANCE``: opt-in recall floor on cosine distance; 0 disables it.
     recall_max_distance: float = Field(default=0.0, ge=0.0, le=2.0)
     #: ``HAKI_VOLATILITY_HORIZON_*_DAYS``: after this many days without reinforcement a fact of
