@@ -100,8 +100,10 @@ class HakiConfig:
     key_quota_per_day: int = 200_000
     #: How long API Gateway caches the authorizer's answer for one Authorization value
     #: (0..3600; 0: every call runs the authorizer). A revoked key is still refused by the
-    #: function within it; only the edge's allow lives this long.
-    authorizer_cache_seconds: int = 300
+    #: function within it, but the edge lets it through and meters it this long: 30 s keeps
+    #: that window short for at most one authorizer run per key per 30 s
+    #: (docs/decisions/2026-12-05-authorizer-cache-30-seconds.md).
+    authorizer_cache_seconds: int = 30
     #: An AWS WAFv2 web ACL on the stage (from ~$6/month), with the AWS common rule set and a
     #: per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes; ``false`` turns it
     #: off (a throwaway environment, or a WAF managed outside the stack).
