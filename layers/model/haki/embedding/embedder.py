@@ -33,6 +33,12 @@ from haki.settings import Settings, get_settings
 EMBEDDING_DIM = 384
 #: Texts per onnxruntime call in :meth:`Embedder.embed_passages`.
 BATCH_SIZE = 32
+#: Model tokens per onnxruntime call, all its texts together: long texts go in smaller runs.
+#: A run's activations grow with its texts × their length² (attention), and onnxruntime's
+#: arena keeps its largest run's memory for the process's life: 32 texts of 512 tokens in one
+#: run took a worker from 250 to 1,112 MB (``benchmarks/embed_memory.py``). Short texts
+#: (≤ 64 tokens) still go 32 at a time.
+RUN_TOKENS = 2048
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
@@ -320,9 +326,10 @@ class Embedder:
         by_length: dict[int, list[int]] = {}
         for i, encoding in enumerate(encodings):
             by_length.setdefault(len(encoding.ids), []).append(i)
-        for rows_of_length in by_length.values():
-            for start in range(0, len(rows_of_length), BATCH_SIZE):
-                rows = rows_of_length[start : start + BATCH_SIZE]
+        for length, rows_of_length in by_length.items():
+            per_run = max(1, min(BATCH_SIZE, RUN_TOKENS // length))
+            for start in range(0, len(rows_of_length), per_run):
+                rows = rows_of_length[start : start + per_run]
                 ids = np.array([encodings[i].ids for i in rows], dtype=np.int64)
                 feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
                 out[rows] = session.run([self.manifest.output], feed)[0]
