@@ -18,7 +18,8 @@ What the server refuses itself is answered in the error contract (``{"error": {"
 (over API Gateway's 10 MiB), 408 ``request_timeout`` (the body did not arrive within
 :data:`BODY_TIMEOUT_S`), 400 ``validation_error`` (not valid HTTP: a bad ``Content-Length``,
 headers over :data:`HEADER_BYTES`), 500 ``internal_error``. Idle keep-alive connections close
-after :data:`KEEP_ALIVE_S`.
+after :data:`KEEP_ALIVE_S`, and a connection whose request line and headers are not all in
+within :data:`HEADER_TIMEOUT_S` (a header trickle) is closed.
 """
 
 import asyncio
@@ -57,6 +58,9 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 BODY_TIMEOUT_S = 30.0
 #: How long an idle keep-alive connection stays open (uvicorn's ``timeout_keep_alive``).
 KEEP_ALIVE_S = 5
+#: How long a request line and its headers may take to arrive, from the connection's opening
+#: or the previous response's end, however slowly their bytes trickle in.
+HEADER_TIMEOUT_S = 10.0
 #: Largest request line plus headers (h11's incomplete-event limit; API Gateway's is 10 KiB).
 HEADER_BYTES = 16 * 1024
 #: How long a stopping worker waits for the requests in flight.
@@ -335,7 +339,37 @@ def local_app() -> Starlette:
 
 class ContractH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, answering a request that is not valid HTTP in the error
-    contract rather than in plain text."""
+    contract rather than in plain text, and closing a connection whose request head does not
+    arrive within :data:`HEADER_TIMEOUT_S` (uvicorn's keep-alive timer stops at the first byte,
+    so a client trickling header bytes would otherwise hold the connection without limit)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._await_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_overdue)
+
+    def _head_overdue(self) -> None:
+        """No complete request head since the timer started: the client is still on its
+        request line or headers (h11 waits for a request, ``IDLE``)."""
+        self._head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
         body = error_body("validation_error", "invalid HTTP request (request line, headers "

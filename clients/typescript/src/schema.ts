@@ -1513,7 +1513,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit */
+            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit; storage_quota_exceeded: The write would leave its project holding more facts or events than its storage quota; nothing of it is stored */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1695,7 +1695,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit */
+            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit; storage_quota_exceeded: The write would leave its project holding more facts or events than its storage quota; nothing of it is stored */
             413: {
                 headers: {
                     [name: string]: unknown;

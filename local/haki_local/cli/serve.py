@@ -237,6 +237,6 @@ def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
              f"workers: {workers} (requests served in parallel)", ""]
     for comment, command in examples(url, key, trace_id):
         lines += [f"# {comment}", command]
-    lines += ["", "# the console (the key stays in the URL fragment and the tab, never sent)",
-              f"Console: {url}/console/#project={DEMO_PROJECT}&key={key}"]
+    lines += ["", "# the console: paste the API key above into its form (a link never carries it)",
+              f"Console: {url}/console/#project={DEMO_PROJECT}"]
     return "\n".join([*lines, "", "Ctrl-C stops the server."])
