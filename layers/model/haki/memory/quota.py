@@ -2,8 +2,9 @@
 events than ``HAKI_MAX_FACTS_PER_PROJECT`` / ``HAKI_MAX_EVENTS_PER_PROJECT`` is refused with
 413 ``storage_quota_exceeded``, and nothing of it is stored.
 
-The database keeps each project's counts (``project_storage``, kept by ``haki_storage_count``: a few slot rows
-per project that triggers update on every insert and delete, whoever writes), so the check is
+The database keeps each project's counts (``project_storage``, kept by ``haki_storage_count``:
+a few slot rows per project that triggers update on every insert and delete, whoever writes), so
+the check is
 one index scan at the end of the write's own transaction, never a count of rows. It sees what
 the transaction wrote and what others committed: writes of one project committing at the same
 moment may together pass the quota by at most what they add (a batch is ≤ 100 records).
