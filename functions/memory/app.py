@@ -64,8 +64,8 @@ db = runtime_database(Role.APP)
 @app.get("/v1/facts", summary="A subject's facts of one status, oldest recorded first")
 @traced
 def get_facts(
-    project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     status: Annotated[FactStatus, Query(description="default: active")] = "active",
     predicate: PredicateQuery = None,
     cursor: CursorQuery = None,
@@ -82,8 +82,8 @@ def get_facts(
 @app.get("/v1/events", summary="A subject's episodes (its events), newest first")
 @traced
 def get_events(
-    project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> EventPage:
@@ -123,8 +123,8 @@ def post_fact_status(
 @app.get("/v1/conflicts", summary="A subject's conflict sets, oldest first")
 @traced
 def get_conflicts(
-    project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     status: Annotated[Literal["open", "resolved"], Query(description="default: open")] = "open",
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,

@@ -307,7 +307,7 @@ def seed_parameters(request: ContextRequest, vector: np.ndarray,
                 config: SeedConfig) -> dict[str, Any]:
     r = config
     return {
-        "project_id": request.project_id, "subject_id": request.subject_id,
+        "project_id": request.project, "subject_id": request.subject_id,
         "query": request.query, "query_vector": vector,
         "stopwords": config.stopword_list, "max_terms": r.max_query_terms,
         "text_rank_cap": config.text_rank_cap, "top_k": config.top_k,
@@ -320,7 +320,7 @@ def seed_parameters(request: ContextRequest, vector: np.ndarray,
         "horizon_ephemeral_seconds": r.volatility_horizon_ephemeral_days * _DAY_SECONDS,
         "use_vector_arm": config.use_vector_arm, "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes,
-        "facts_graph": f"public.{graph_name('facts', request.project_id, request.subject_id)}",
+        "facts_graph": f"public.{graph_name('facts', request.project, request.subject_id)}",
         "ef_search_min": r.hnsw_ef_search_min, "ef_search_max": r.hnsw_ef_search_max,
         "rows_per_ef": r.hnsw_rows_per_ef, "max_scan_tuples": str(r.hnsw_max_scan_tuples),
     }
@@ -364,7 +364,7 @@ def assemble_seed(request: ContextRequest, embed: Callable[[], np.ndarray], *, d
                         max_distance=config.recall_max_distance,
                         excerpt_chars=config.excerpt_chars,
                         excerpt_with_kind=config.excerpt_with_kind)
-    with db.transaction(request.project_id, pipeline=True,
+    with db.transaction(request.project, pipeline=True,
                         durable=config.trace_durable_commit) as conn:
         conn.execute(PLANNER_SETTINGS, params)
         statement = EXHAUSTIVE_FACT_CANDIDATES if config.exhaustive else TWO_PHASE_FACT_CANDIDATES

@@ -79,7 +79,9 @@ class _Strict(BaseModel):
 class ContextRequest(_Strict):
     """``POST /v1/context``."""
 
-    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    project_id: Label | None = Field(
+        default=None, min_length=1, max_length=SCOPE_MAX_CHARS,
+        description="The API key's project when absent (a key is bound to one project).")
     subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
@@ -88,6 +90,14 @@ class ContextRequest(_Strict):
         default=False,
         description="Also return the packet rendered as the prompt-ready <haki_memory> block "
                     "(the response's `block`).")
+
+    @property
+    def project(self) -> str:
+        """The project served: the handler sets the key's when the body names none, so the
+        core never sees a call without one."""
+        if self.project_id is None:
+            raise RuntimeError("a context call reached the core without its project")
+        return self.project_id
 
     @field_validator("query")
     @classmethod
