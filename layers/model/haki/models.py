@@ -3,6 +3,7 @@ memory document (``haki load``). The core passes these between layers; handlers 
 input into them and serialise them back out.
 """
 
+import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -53,6 +54,30 @@ def _in_time_range(value: datetime) -> datetime:
     if utc is None or utc < EARLIEST_TIME:
         raise ValueError(f"must be between {TIME_RANGE} in UTC")
     return value
+
+
+def _single(value: float) -> float:
+    """``value`` rounded to single precision (what a ``real`` column holds)."""
+    single: float = struct.unpack("f", struct.pack("f", value))[0]
+    return single
+
+
+def _stored_decimal(value: float | None) -> float | None:
+    """A confidence as it was written: the column is ``real`` (single precision), whose 0.95
+    reads back as 0.949999988079071; the shortest decimal that the column stores as the same
+    value is the one that was written (0.95). A value that is no single-precision number
+    (not read from the column) is kept."""
+    if value is None or _single(value) != value:
+        return value
+    for digits in range(1, 10):
+        shortest = float(f"{value:.{digits}g}")
+        if _single(shortest) == value:
+            return shortest
+    return value
+
+
+#: A confidence read from the database, served as the decimal written.
+StoredConfidence = Annotated[float | None, AfterValidator(_stored_decimal)]
 
 
 #: An instant a client gives: ISO 8601 with a time zone, within :data:`TIME_RANGE` in UTC. Every
@@ -120,7 +145,7 @@ class PacketFact(_Strict):
     id: UUID
     predicate: str
     value: Any
-    confidence: float | None
+    confidence: StoredConfidence
     valid_from: datetime | None
     source_event_ids: list[UUID]
     #: A ``slow`` fact past its volatility horizon: still served, to be confirmed.

@@ -28,6 +28,7 @@ from haki.models import (
     SCOPE_PATTERN,
     FactStatus,
     Label,
+    StoredConfidence,
     Timestamp,
     Volatility,
 )
@@ -319,7 +320,7 @@ class FactView(_Body):
     value: Any
     qualifiers: dict[str, Any]
     status: FactStatus
-    confidence: float | None
+    confidence: StoredConfidence
     volatility: Volatility
     valid_from: datetime | None
     valid_to: datetime | None
