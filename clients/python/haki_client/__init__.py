@@ -112,6 +112,8 @@ __all__ = [
     "ServerError",
     "StatsOverview",
     "StatsSeries",
+    "SubjectPage",
+    "SubjectView",
     "TraceDecision",
     "UnexpectedResponseError",
     "ValidationError",
