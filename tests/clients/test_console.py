@@ -359,6 +359,20 @@ def test_a_key_of_another_project_sees_none_of_it(
     assert page.locator("#fact-groups tr[data-fact-id]").count() == 0
     assert page.locator("#episodes li").count() == 0
     shoot(page, "8-other-project")
+    visit(page, f"{haki_server.url}/console/#view=charts&days=7")
+    assert "No call in this window" in page.inner_text("#chart-grid")
+    # A fresh project's first call: one bucket, drawn as bars and markers on padded axes.
+    with HakiClient(haki_server.url, key) as haki:
+        haki.context("first-user", "Anything yet?")
+    visit(page, f"{haki_server.url}/console/#view=charts&days=7&subject=first-user")
+    kinds = dict(page.eval_on_selector_all(
+        "#chart-grid .chart", "cs => cs.map(c => [c.dataset.chart, c.dataset.kind])"))
+    assert kinds == {"calls": "bars", "latency_p50_ms": "line", "injection_rate": "rate",
+                     "tokens_served": "bars"}
+    ranges = dict(page.eval_on_selector_all(
+        "#chart-grid .chart", "cs => cs.map(c => [c.dataset.chart, c.dataset.yRange])"))
+    assert ranges["injection_rate"] == "0,1" and ranges["calls"] == "0,1.2"
+    shoot(page, "8b-fresh-project-charts")
     page.close()
 
     # The demo project named with this key: the API refuses every request the page makes.

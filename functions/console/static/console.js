@@ -583,7 +583,11 @@ async function showCharts(params) {
     const highest = Math.max(0, ...data.slice(1).flat().filter((v) => v != null));
     const y = kind === "rate" ? [0, 1] : [0, highest > 0 ? highest * 1.2 : 1];
     Object.assign(box.dataset, { kind, yRange: y.join(",") });
-    const yAxis = kind === "rate" ? { values: (u, ticks) => ticks.map((t) => `${Math.round(t * 100)}%`) } : {};
+    // Rates in per cent; counts in whole steps (no "0.5 calls").
+    const counts = [1, 2, 5].flatMap((step) => [1, 10, 100, 1e3, 1e4, 1e5].map((scale) => step * scale))
+      .sort((a, b) => a - b);
+    const yAxis = kind === "rate" ? { values: (u, ticks) => ticks.map((t) => `${Math.round(t * 100)}%`) }
+      : kind === "bars" ? { incrs: counts } : {};
     charts.push(new uPlot({
       width, height: 180, series,
       scales: { x: { time: true, range: () => span }, y: { range: () => y } },
