@@ -179,6 +179,9 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     assert re.fullmatch(r"\d+/900", tokens.inner_text())
     assert tokens.evaluate("e => e.scrollWidth <= e.clientWidth")
     assert STAMP.match(row.locator("time.when").inner_text())
+    warned = row.locator(".flag")  # its open conflict: a flag that leaves the time whole
+    assert warned.get_attribute("title") == "open_conflict"
+    assert row.locator(".call-line").evaluate("e => e.scrollWidth <= e.clientWidth")
 
     # Find a call by text.
     page.fill("#q", "ZEBRA invoice")
@@ -194,6 +197,9 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
                                         "rows => rows.map(r => r.dataset.action)")
     assert actions == [d["action"] for d in trace["decisions"]]
     assert "conflict_open" in page.inner_text("#decisions")
+    # A structured value reads as `key: value` lines there too.
+    assert "zip: 69001" in page.inner_text("#decisions")
+    assert '{"' not in page.inner_text("#decisions")
     assert page.inner_text("#rendered").startswith("<haki_memory>")
     assert "the same for every call" in page.inner_text("#legend")
     # The budget line only where a candidate did not fit.

@@ -117,6 +117,20 @@ function readable(value, prefix = "") {
   return prefix ? `${prefix}: ${value}` : String(value);
 }
 
+/** A candidate's text as the service gives it (`predicate: value`, a structured value as
+ * JSON), with a structured value on `key: value` lines. */
+function candidateText(text) {
+  const match = /^([^:{}[\]]+): ([{[][^]*)$/.exec(text);
+  if (match) {
+    try {
+      return factText(match[1], JSON.parse(match[2]));
+    } catch {
+      // Not JSON after all: the text as it is.
+    }
+  }
+  return text;
+}
+
 /** A fact as `predicate: value`, its structured value on lines of its own. */
 const factText = (predicate, value) => {
   const shown = readable(value);
@@ -177,8 +191,11 @@ function showCalls(params) {
     const row = el("tr", { "data-trace-id": call.trace_id, tabindex: "0" },
       el("td", { class: "call" },
         el("div", { class: "call-line" }, el("span", { class: "subject", text: call.subject_id, title: call.subject_id }),
-          " · ", when(call.created_at),
-          ...call.warnings.map((w) => el("span", { class: "flag", text: w.split(":")[0] }))),
+          el("span", { text: "·" }), when(call.created_at),
+          // One compact flag, so that the time stays whole; the codes are its tooltip.
+          call.warnings.length ? el("span", { class: "flag", text: `⚠ ${call.warnings.length}`,
+            title: call.warnings.map((w) => w.split(":")[0]).join(", "),
+            "aria-label": `warnings: ${call.warnings.map((w) => w.split(":")[0]).join(", ")}` }) : null),
         el("div", { class: "query", text: call.query, title: call.query })),
       el("td", { class: "num", text: `${call.facts_served} · ${call.episodes_served}` }),
       el("td", { class: "num tokens", text: `${call.token_count}/${call.budget_tokens}`,
@@ -328,7 +345,7 @@ function showCall(data) {
     body.append(el("tr", { class: `decision ${decision.action}`, "data-action": decision.action, "data-id": id },
       el("td", { class: "num", text: decision.rank ?? "—" }),
       el("td", { class: "candidate" },
-        el("span", { class: "label", text: texts[id] ?? "(erased since)" }),
+        el("span", { class: "label", text: id in texts ? candidateText(texts[id]) : "(erased since)" }),
         el("span", { class: "id", text: note.join(" · ") })),
       el("td", { class: "decision" },
         el("span", { class: `badge ${decision.action}`, text: decision.action }),
@@ -357,7 +374,8 @@ function changes(a, b) {
     if (served(y) && !served(x)) change = "entered";
     else if (served(x) && !served(y)) change = "left";
     else if (served(x) && served(y)) change = x.rank === y.rank ? "kept" : "moved";
-    return { id, x, y, change, text: b.texts[id] ?? a.texts[id] ?? "(erased since)" };
+    const text = b.texts[id] ?? a.texts[id];
+    return { id, x, y, change, text: text === undefined ? "(erased since)" : candidateText(text) };
   });
   const order = { entered: 0, left: 1, moved: 2, kept: 3, out: 4 };
   return rows.sort((p, q) => order[p.change] - order[q.change]);
