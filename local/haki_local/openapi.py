@@ -93,6 +93,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
                    "value": "French", "confidence": 0.9}]}),
     ("GET", "/v1/events"): Operation("listEvents", "memory"),
     ("GET", "/v1/facts"): Operation("listFacts", "memory"),
+    ("GET", "/v1/subjects"): Operation("listSubjects", "memory"),
     ("POST", "/v1/facts/{fact_id}/status"): Operation("setFactStatus", "memory", {
         "project_id": "acme-support", "status": "disabled"}),
     ("GET", "/v1/conflicts"): Operation("listConflicts", "conflicts"),

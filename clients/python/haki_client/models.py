@@ -59,7 +59,10 @@ class ContextRequest(Model):
         extra="forbid",
     )
     budget_tokens: int = 900
-    project_id: str
+    project_id: str | None = None
+    """
+    The API key's project when absent (a key is bound to one project).
+    """
     purpose: str | None = None
     query: str
     render: bool = False
@@ -139,7 +142,7 @@ class FactStatusRequest(Model):
     model_config = ConfigDict(
         extra="forbid",
     )
-    project_id: str
+    project_id: str | None = None
     status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
 
 
@@ -176,7 +179,7 @@ class FactsRequest(Model):
         extra="forbid",
     )
     facts: list[FactIn]
-    project_id: str
+    project_id: str | None = None
 
 
 class FactsResponse(Model):
@@ -194,7 +197,7 @@ class ForgetRequest(Model):
     )
     fact_id: UUID | None = None
     mode: Literal["disable", "enable", "delete"]
-    project_id: str
+    project_id: str | None = None
     subject_id: str | None = None
 
 
@@ -261,7 +264,7 @@ class ResolveRequest(Model):
         extra="forbid",
     )
     keep_fact_id: UUID
-    project_id: str
+    project_id: str | None = None
 
 
 class ResolveResponse(Model):
@@ -313,6 +316,15 @@ class StatsSeries(Model):
     project_id: str
     since: AwareDatetime
     subject_id: str | None
+
+
+class SubjectView(Model):
+    disabled: bool
+    events: int
+    facts: int
+    last_activity_at: AwareDatetime
+    open_conflicts: int
+    subject_id: str
 
 
 class TraceDecision(Model):
@@ -384,7 +396,7 @@ class EventsRequest(Model):
     )
     events: list[EventIn] | None = None
     messages: list[MessageIn] | None = None
-    project_id: str
+    project_id: str | None = None
     subject_id: str | None = None
 
 
@@ -409,6 +421,11 @@ class InspectResponse(Model):
     subject_id: str
     token_count: int
     trace_id: UUID
+
+
+class SubjectPage(Model):
+    next_cursor: str | None
+    subjects: list[SubjectView]
 
 
 class CallDetail(Model):

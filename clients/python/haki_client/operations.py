@@ -30,6 +30,7 @@ from haki_client.models import (
     ResolveResponse,
     StatsOverview,
     StatsSeries,
+    SubjectPage,
 )
 
 
@@ -66,6 +67,8 @@ STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
                         query=("project_id", "subject_id", "cursor", "limit"))
+LIST_SUBJECTS = Operation("GET", "/v1/subjects", SubjectPage,
+                          query=("project_id", "cursor", "limit"))
 
 # The writes. Events are idempotent because the client gives every event an idempotency key
 # (haki_client.client): a replay returns the stored id. The others may have run when an
@@ -89,4 +92,5 @@ FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
     LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
+    LIST_SUBJECTS,
 )

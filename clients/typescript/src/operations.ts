@@ -46,6 +46,10 @@ export const OPERATIONS = {
     method: "GET", path: "/v1/events", query: ["project_id", "subject_id", "cursor", "limit"],
     body: false, idempotent: true,
   },
+  listSubjects: {
+    method: "GET", path: "/v1/subjects", query: ["project_id", "cursor", "limit"],
+    body: false, idempotent: true,
+  },
   // The writes. Events are idempotent because the client gives every event an idempotency
   // key (a replay returns the stored id); the others may have run when an attempt times out.
   writeEvents: { method: "POST", path: "/v1/events", query: [], body: true, idempotent: true },

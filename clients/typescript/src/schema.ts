@@ -210,6 +210,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/subjects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's subjects (those holding facts or events), by id */
+        get: operations["listSubjects"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -356,8 +373,11 @@ export interface components {
              * @default 900
              */
             budget_tokens: number;
-            /** Project Id */
-            project_id: string;
+            /**
+             * Project Id
+             * @description The API key's project when absent (a key is bound to one project).
+             */
+            project_id?: string | null;
             /** Purpose */
             purpose?: string | null;
             /** Query */
@@ -481,7 +501,7 @@ export interface components {
             /** Messages */
             messages?: components["schemas"]["MessageIn"][] | null;
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
             /** Subject Id */
             subject_id?: string | null;
         };
@@ -531,7 +551,7 @@ export interface components {
         /** FactStatusRequest */
         FactStatusRequest: {
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
             /**
              * Status
              * @enum {string}
@@ -622,7 +642,7 @@ export interface components {
             /** Facts */
             facts: components["schemas"]["FactIn"][];
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
         };
         /** FactsResponse */
         FactsResponse: {
@@ -643,7 +663,7 @@ export interface components {
              */
             mode: "disable" | "enable" | "delete";
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
             /** Subject Id */
             subject_id?: string | null;
         };
@@ -789,7 +809,7 @@ export interface components {
              */
             keep_fact_id: string;
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
         };
         /** ResolveResponse */
         ResolveResponse: {
@@ -884,6 +904,31 @@ export interface components {
             /** Subject Id */
             subject_id: string | null;
         };
+        /** SubjectPage */
+        SubjectPage: {
+            /** Next Cursor */
+            next_cursor: string | null;
+            /** Subjects */
+            subjects: components["schemas"]["SubjectView"][];
+        };
+        /** SubjectView */
+        SubjectView: {
+            /** Disabled */
+            disabled: boolean;
+            /** Events */
+            events: number;
+            /** Facts */
+            facts: number;
+            /**
+             * Last Activity At
+             * Format: date-time
+             */
+            last_activity_at: string;
+            /** Open Conflicts */
+            open_conflicts: number;
+            /** Subject Id */
+            subject_id: string;
+        };
         /**
          * TraceDecision
          * @description One decision of the trace: what was decided for one candidate considered, and why.
@@ -935,8 +980,8 @@ export type $defs = Record<string, never>;
 export interface operations {
     listCalls: {
         parameters: {
-            query: {
-                project_id: string;
+            query?: {
+                project_id?: string | null;
                 subject_id?: string | null;
                 /** @description text the query or the subject id contains (any case) */
                 q?: string | null;
@@ -1017,9 +1062,9 @@ export interface operations {
     };
     getCall: {
         parameters: {
-            query: {
-                project_id: string;
-                subject_id: string;
+            query?: {
+                project_id?: string | null;
+                subject_id?: string | null;
             };
             header?: never;
             path: {
@@ -1098,8 +1143,8 @@ export interface operations {
     listConflicts: {
         parameters: {
             query: {
-                project_id: string;
                 subject_id: string;
+                project_id?: string | null;
                 /** @description default: open */
                 status?: "open" | "resolved";
                 cursor?: string | null;
@@ -1380,8 +1425,8 @@ export interface operations {
     listEvents: {
         parameters: {
             query: {
-                project_id: string;
                 subject_id: string;
+                project_id?: string | null;
                 cursor?: string | null;
                 limit?: number;
             };
@@ -1563,8 +1608,8 @@ export interface operations {
     listFacts: {
         parameters: {
             query: {
-                project_id: string;
                 subject_id: string;
+                project_id?: string | null;
                 /** @description default: active */
                 status?: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
                 predicate?: string | null;
@@ -1952,9 +1997,9 @@ export interface operations {
     };
     inspectTrace: {
         parameters: {
-            query: {
-                project_id: string;
-                subject_id: string;
+            query?: {
+                project_id?: string | null;
+                subject_id?: string | null;
             };
             header?: never;
             path: {
@@ -2032,8 +2077,8 @@ export interface operations {
     };
     getStatsOverview: {
         parameters: {
-            query: {
-                project_id: string;
+            query?: {
+                project_id?: string | null;
                 subject_id?: string | null;
             };
             header?: never;
@@ -2100,8 +2145,8 @@ export interface operations {
     };
     getStatsSeries: {
         parameters: {
-            query: {
-                project_id: string;
+            query?: {
+                project_id?: string | null;
                 subject_id?: string | null;
                 /** @description window, in days up to now */
                 days?: number;
@@ -2121,6 +2166,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatsSeries"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSubjects: {
+        parameters: {
+            query?: {
+                project_id?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubjectPage"];
                 };
             };
             /** @description unauthorized: missing, unknown or revoked API key */

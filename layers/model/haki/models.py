@@ -3,6 +3,7 @@ memory document (``haki load``). The core passes these between layers; handlers 
 input into them and serialise them back out.
 """
 
+import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -55,6 +56,30 @@ def _in_time_range(value: datetime) -> datetime:
     return value
 
 
+def _single(value: float) -> float:
+    """``value`` rounded to single precision (what a ``real`` column holds)."""
+    single: float = struct.unpack("f", struct.pack("f", value))[0]
+    return single
+
+
+def _stored_decimal(value: float | None) -> float | None:
+    """A confidence as it was written: the column is ``real`` (single precision), whose 0.95
+    reads back as 0.949999988079071; the shortest decimal that the column stores as the same
+    value is the one that was written (0.95). A value that is no single-precision number
+    (not read from the column) is kept."""
+    if value is None or _single(value) != value:
+        return value
+    for digits in range(1, 10):
+        shortest = float(f"{value:.{digits}g}")
+        if _single(shortest) == value:
+            return shortest
+    return value
+
+
+#: A confidence read from the database, served as the decimal written.
+StoredConfidence = Annotated[float | None, AfterValidator(_stored_decimal)]
+
+
 #: An instant a client gives: ISO 8601 with a time zone, within :data:`TIME_RANGE` in UTC. Every
 #: timestamp field of a write request and of a memory document is of this type.
 Timestamp = Annotated[
@@ -79,7 +104,9 @@ class _Strict(BaseModel):
 class ContextRequest(_Strict):
     """``POST /v1/context``."""
 
-    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    project_id: Label | None = Field(
+        default=None, min_length=1, max_length=SCOPE_MAX_CHARS,
+        description="The API key's project when absent (a key is bound to one project).")
     subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
@@ -88,6 +115,14 @@ class ContextRequest(_Strict):
         default=False,
         description="Also return the packet rendered as the prompt-ready <haki_memory> block "
                     "(the response's `block`).")
+
+    @property
+    def project(self) -> str:
+        """The project served: the handler sets the key's when the body names none, so the
+        core never sees a call without one."""
+        if self.project_id is None:
+            raise RuntimeError("a context call reached the core without its project")
+        return self.project_id
 
     @field_validator("query")
     @classmethod
@@ -110,7 +145,7 @@ class PacketFact(_Strict):
     id: UUID
     predicate: str
     value: Any
-    confidence: float | None
+    confidence: StoredConfidence
     valid_from: datetime | None
     source_event_ids: list[UUID]
     #: A ``slow`` fact past its volatility horizon: still served, to be confirmed.

@@ -122,7 +122,7 @@ def classify_validation(errors: Sequence[Mapping[str, Any]]) -> HakiError:
     ]
     if absent_scope:
         named = "; ".join(dict.fromkeys(_describe(e) for e in absent_scope))
-        return MissingScope(f"{named} (every call names its scope, 1 to 128 characters)")
+        return MissingScope(f"{named} (a scope id is 1 to 128 characters)")
     if any(e.get("loc") and str(e["loc"][-1]) == "budget_tokens" for e in errors):
         return BudgetExceeded(
             f"budget_tokens must be a positive integer (at most {MAX_BUDGET_TOKENS})")

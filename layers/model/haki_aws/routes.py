@@ -47,6 +47,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/facts/{fact_id}/status", "memory"),
     Route("GET", "/v1/conflicts", "memory"),
     Route("GET", "/v1/events", "memory"),
+    Route("GET", "/v1/subjects", "memory"),
     Route("POST", "/v1/conflicts/{conflict_id}/resolve", "memory"),
     Route("POST", "/v1/forget", "memory"),
 )

@@ -28,6 +28,7 @@ from haki.models import (
     SCOPE_PATTERN,
     FactStatus,
     Label,
+    StoredConfidence,
     Timestamp,
     Volatility,
 )
@@ -124,15 +125,16 @@ class _Body(BaseModel):
 
 
 class _Scoped(_Body):
-    """A request that names its project; the core serves it only with that project's key."""
+    """A request that may name its project; the core serves it only with that project's key
+    (absent: the key's project, as a key is bound to one)."""
 
-    project_id: ScopeId
+    project_id: ScopeId | None = None
 
 
 def check_scope(project_id: str, request: _Scoped) -> None:
     """Refuse a request that names another project than the key's (the handlers check it
-    first; the core does not rely on them)."""
-    if request.project_id != project_id:
+    first; the core does not rely on them). One that names none is the key's."""
+    if request.project_id is not None and request.project_id != project_id:
         raise ForbiddenScope("this API key is not valid for the requested project")
 
 
@@ -322,7 +324,7 @@ class FactView(_Body):
     value: Any
     qualifiers: dict[str, Any]
     status: FactStatus
-    confidence: float | None
+    confidence: StoredConfidence
     volatility: Volatility
     valid_from: datetime | None
     valid_to: datetime | None

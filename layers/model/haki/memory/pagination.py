@@ -24,9 +24,30 @@ _PREFIX = "k1."
 View = TypeVar("View", bound=BaseModel)
 
 
-def encode_cursor(at: datetime, row_id: UUID) -> str:
-    raw = json.dumps([at.isoformat(), str(row_id)], separators=(",", ":")).encode()
+def _pack(key: list[str]) -> str:
+    raw = json.dumps(key, separators=(",", ":")).encode()
     return _PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unpack(cursor: str) -> list[object]:
+    """The key a cursor holds, as a JSON list (``ValueError`` when it is none of ours)."""
+    if not cursor.startswith(_PREFIX):
+        raise ValueError(cursor)
+    body = cursor[len(_PREFIX):]
+    try:
+        key = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise ValueError(cursor) from exc
+    if not isinstance(key, list):
+        raise ValueError(cursor)
+    return key
+
+
+_NOT_A_CURSOR = "field 'cursor': not a cursor returned by this listing"
+
+
+def encode_cursor(at: datetime, row_id: UUID) -> str:
+    return _pack([at.isoformat(), str(row_id)])
 
 
 def decode_cursor(cursor: str | None) -> tuple[datetime | None, UUID | None]:
@@ -34,16 +55,33 @@ def decode_cursor(cursor: str | None) -> tuple[datetime | None, UUID | None]:
     if cursor is None:
         return None, None
     try:
-        if not cursor.startswith(_PREFIX):
+        at, row_id = _unpack(cursor)
+        if not isinstance(at, str) or not isinstance(row_id, str):
             raise ValueError(cursor)
-        body = cursor[len(_PREFIX):]
-        at, row_id = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
         parsed = datetime.fromisoformat(at)
         if parsed.tzinfo is None:
             raise ValueError(at)
         return parsed, UUID(row_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise ValidationFailed("field 'cursor': not a cursor returned by this listing") from exc
+    except (ValueError, TypeError) as exc:
+        raise ValidationFailed(_NOT_A_CURSOR) from exc
+
+
+def encode_text_cursor(key: str) -> str:
+    """The cursor of a listing sorted by one text column (the subjects, by id)."""
+    return _pack([key])
+
+
+def decode_text_cursor(cursor: str | None) -> str | None:
+    """The text key after which the page starts; ``None`` for the first page."""
+    if cursor is None:
+        return None
+    try:
+        (key,) = _unpack(cursor)
+    except ValueError as exc:
+        raise ValidationFailed(_NOT_A_CURSOR) from exc
+    if not isinstance(key, str) or not key:
+        raise ValidationFailed(_NOT_A_CURSOR)
+    return key
 
 
 def read_page(db: Database, project_id: str, query: LiteralString, params: Mapping[str, object], *,
