@@ -59,6 +59,9 @@ DEFAULT_SIZING: dict[str, FunctionSizing] = {
     "memory": FunctionSizing(memory_mb=512, timeout_s=15, reserved_concurrency=10),
     # One key lookup per key per cache TTL (API Gateway caches its answers).
     "authorizer": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=8),
+    # The health checks: no key, one `SELECT 1`; two at a time bound what probes (or a flood
+    # of them) can take from the proxy.
+    "health": FunctionSizing(memory_mb=256, timeout_s=10, reserved_concurrency=2),
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),

@@ -53,6 +53,11 @@ SERVICE_FUNCTIONS = (
     ServiceFunction(
         "authorizer", "authorizer", "app.handler", Role.APP, "API authorizer (hk_ key)"
     ),
+    # Liveness and readiness without a key: its own small function, so unauthenticated
+    # probes never take the tenant functions' concurrency (functions/health).
+    ServiceFunction(
+        "health", "health", "app.handler", Role.APP, "GET /v1/health, /v1/health/ready (no key)"
+    ),
     # The scheduled rollup lives beside the overview handler, reading across projects.
     ServiceFunction(
         "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"

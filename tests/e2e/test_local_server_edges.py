@@ -73,3 +73,12 @@ def test_a_non_loopback_host_is_refused_without_allow_remote(tmp_path: Path) -> 
         env=haki_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "not a loopback address" in done.stderr and "--allow-remote" in done.stderr
+
+
+def test_the_health_checks_answer_without_a_key(client: Client) -> None:
+    live = client.request("GET", "/v1/health")
+    assert (live.status, live.json) == (200, {"status": "ok"})
+    ready = client.request("GET", "/v1/health/ready")
+    assert (ready.status, ready.json) == (200, {"status": "ready"})
+    refused = client.request("DELETE", "/v1/health")
+    assert (refused.status, refused.json["error"]["code"]) == (405, "method_not_allowed")

@@ -45,8 +45,9 @@ def test_cdk_nag_reports_no_unacknowledged_finding(synth: Synth) -> None:
 def test_functions_run_in_the_vpc_with_the_layer_of_their_architecture(synth: Synth) -> None:
     functions = _service_functions(synth)
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
-    # context, inspect, stats, ingest, memory, the authorizer and the migration function.
-    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 7
+    # context, inspect, stats, ingest, memory, the authorizer, health and the migration
+    # function.
+    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 8
     layer_id, layer = _only(synth.resources("AWS::Lambda::LayerVersion"))
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     subnets = set(synth.resources("AWS::EC2::Subnet"))
@@ -214,12 +215,20 @@ def test_security_groups_allow_functions_to_proxy_to_database_only(synth: Synth)
 def test_api_is_built_from_the_route_table(synth: Synth) -> None:
     path_of = synth.resource_paths().__getitem__
 
+    public = {route.path for route in ROUTES if route.public}
     served = {}
     refused: dict[str, str] = {}
     for method in synth.resources("AWS::ApiGateway::Method").values():
         props = method["Properties"]
-        if path_of(props["ResourceId"]["Ref"]).startswith("/console"):
+        path = path_of(props["ResourceId"]["Ref"])
+        if path.startswith("/console"):
             continue  # the console's page and files (test_infra_console.py)
+        if path in public:  # the health checks: no key, no authorizer, no usage key
+            assert props["AuthorizationType"] == "NONE"
+            assert "AuthorizerId" not in props and not props.get("ApiKeyRequired")
+        else:
+            assert props["AuthorizationType"] == "CUSTOM"
+            assert props["ApiKeyRequired"] is True
         if props["HttpMethod"] == "ANY":
             # Every other method of a routed path: 405 with Allow, from a mock (no function).
             assert props["Integration"]["Type"] == "MOCK"
@@ -235,9 +244,9 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
         ]
         served[(props["HttpMethod"], path_of(props["ResourceId"]["Ref"]))] = function_id
         assert props["Integration"]["Type"] == "AWS_PROXY"
-        assert props["ApiKeyRequired"] is True
-        assert props["RequestParameters"] == {"method.request.header.Authorization": True}
-        assert "RequestValidatorId" in props
+        if path not in public:
+            assert props["RequestParameters"] == {"method.request.header.Authorization": True}
+            assert "RequestValidatorId" in props
     expected = {
         (route.method, route.path): synth.logical_id(synth.stack.functions[route.function].function)
         for route in ROUTES
@@ -247,6 +256,20 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
     for route in ROUTES:
         allowed.setdefault(route.path, []).append(route.method)
     assert refused == {path: f"'{', '.join(methods)}'" for path, methods in allowed.items()}
+
+
+def test_the_health_checks_need_no_key_and_run_in_a_small_function_of_their_own(
+        synth: Synth) -> None:
+    assert {(r.method, r.path) for r in ROUTES if r.public} == {
+        ("GET", "/v1/health"), ("GET", "/v1/health/ready")}
+    assert {r.function for r in ROUTES if r.public} == {"health"}
+    assert all(r.function != "health" for r in ROUTES if not r.public)
+    _, health = _function(synth, "health")
+    props = health["Properties"]
+    assert props["ReservedConcurrentExecutions"] <= 2
+    assert props["MemorySize"] <= 256
+    # It reaches the database through the proxy as the runtime role, like the API functions.
+    assert props["Environment"]["Variables"]["HAKI_DB_USER"] == "haki_app"
 
 
 def test_api_throttles_per_stage_and_per_key(synth: Synth) -> None:

@@ -21,7 +21,7 @@ import type {
   CallDetail, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery, ContextRequest,
   ContextResponse, ContextResult, EventIn, EventPage, EventsQuery, EventsResponse, EventWritten,
   FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest, FactStatusResponse,
-  FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery, InspectResponse,
+  FactWritten, ForgetRequest, ForgetResponse, Health, InProject, InspectQuery, InspectResponse,
   MessageIn, ResolveResponse, SeriesQuery, StatsOverview, StatsQuery, StatsSeries,
 } from "./types.js";
 
@@ -284,6 +284,12 @@ export class HakiClient {
     return this.call(OPERATIONS.forget, {
       body: { ...request, project_id: request.project_id ?? this.projectId },
     });
+  }
+
+  /** `GET /v1/health` (the API answers), or with `{ ready: true }` `GET /v1/health/ready`
+   * (it reaches its database; a 503 rejects with a `HakiError`). */
+  health(options: { ready?: boolean } = {}): Promise<Health> {
+    return this.call(options.ready ? OPERATIONS.ready : OPERATIONS.health, {});
   }
 
   private inProject<T extends { project_id?: string }>(query: T): Record<string, string | undefined> {
