@@ -55,7 +55,7 @@ class Api(Construct):
         self.rest_api = apigw.RestApi(
             self,
             "RestApi",
-            rest_api_name="haki",
+            rest_api_name=config.stack_name.lower(),
             description="Haki context assembler",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Usage plans meter the key the authorizer names, never an x-api-key header.
@@ -126,7 +126,7 @@ class Api(Construct):
 
         self.usage_plan = self.rest_api.add_usage_plan(
             "DefaultPlan",
-            name="haki-default",
+            name=f"{config.stack_name.lower()}-default",
             description="Per-project throttle and daily quota (the usage key the authorizer names)",
             throttle=apigw.ThrottleSettings(
                 rate_limit=config.key_throttle_rate, burst_limit=config.key_throttle_burst

@@ -165,7 +165,7 @@ class HakiStack(Stack):
                 event={"task": "scope_indexes", "SecretArn": database.secret.secret_arn},
                 retry_attempts=1,
             )
-        Monitoring(
+        self.monitoring = Monitoring(
             self,
             "Monitoring",
             config=config,
@@ -200,12 +200,14 @@ class HakiStack(Stack):
 def build_app(
     context: Mapping[str, Any] | None = None, *, outdir: str | None = None
 ) -> tuple[App, HakiStack]:
-    """The app as ``cdk synth`` builds it: the stack plus the AwsSolutions checks.
+    """The app as ``cdk synth`` builds it: the stack (named by ``haki:stack_name``, default
+    ``Haki``) plus the AwsSolutions checks.
 
     Under the CDK CLI both arguments stay ``None`` (the CLI passes context and output folder
     through the environment); tests pass ``cdk.json``'s context and a temporary folder.
     """
     app = App(context=dict(context) if context is not None else None, outdir=outdir)
-    stack = HakiStack(app, "Haki", config=HakiConfig.from_context(app.node))
+    config = HakiConfig.from_context(app.node)
+    stack = HakiStack(app, config.stack_name, config=config)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return app, stack

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from infra_synth import Synth
+from infra_synth import ROOT, Synth
 
 from haki.settings import Settings
 from haki_aws.routes import ROUTES
@@ -376,6 +376,10 @@ def test_alarms_cover_errors_latency_throttles_database_and_proxy(synth: Synth) 
         "DatabaseConnections",
         "DatabaseConnectionsBorrowLatency",
         "ClientConnectionsSetupFailedAuth",
+        "FreeStorageSpace",
+        "FreeableMemory",
+        "DefaultPartitionRows",
+        "Invocations",
     } <= metrics
     (latency,) = [a for a in alarms if a["Properties"]["MetricName"] == "Duration"]
     assert latency["Properties"]["ExtendedStatistic"] == "p99"
@@ -384,6 +388,56 @@ def test_alarms_cover_errors_latency_throttles_database_and_proxy(synth: Synth) 
     per_function = [a for a in alarms if a["Properties"]["MetricName"] in ("Errors", "Throttles")]
     assert len(per_function) == 2 * len(synth.stack.functions)
     synth.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def _alarm_on(synth: Synth, metric: str) -> dict[str, Any]:
+    (alarm,) = [a["Properties"] for a in synth.resources("AWS::CloudWatch::Alarm").values()
+                if a["Properties"]["MetricName"] == metric]
+    return alarm
+
+
+def test_the_database_alarms_fire_when_storage_or_memory_run_low(synth: Synth) -> None:
+    instance_id, _ = _only(synth.resources("AWS::RDS::DBInstance"))
+    for metric, floor in (("FreeStorageSpace", 2 * 1024**3), ("FreeableMemory", 128 * 1024**2)):
+        alarm = _alarm_on(synth, metric)
+        assert alarm["Namespace"] == "AWS/RDS"
+        assert alarm["Dimensions"] == [
+            {"Name": "DBInstanceIdentifier", "Value": {"Ref": instance_id}}]
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("LessThanThreshold", floor)
+        assert alarm["Statistic"] == "Minimum"
+
+
+def test_rows_in_the_default_partition_raise_an_alarm_on_the_metric_the_rollup_emits(
+        synth: Synth) -> None:
+    from haki_aws.observability import NAMESPACE, SERVICE
+
+    alarm = _alarm_on(synth, "DefaultPartitionRows")
+    assert alarm["Namespace"] == NAMESPACE
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": SERVICE}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+def test_a_stopped_aggregation_raises_an_alarm(synth: Synth) -> None:
+    """No invocation of the rollup in three of its 5-minute intervals: no data is no run."""
+    aggregate_id, _ = _function(synth, "aggregate")
+    alarm = _alarm_on(synth, "Invocations")
+    assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": aggregate_id}}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("LessThanThreshold", 1)
+    assert alarm["Period"] == 15 * 60 and alarm["EvaluationPeriods"] == 1
+    assert alarm["TreatMissingData"] == "breaching"
+
+
+def test_the_docs_count_the_alarms_and_give_each_a_runbook_entry(synth: Synth) -> None:
+    alarms = synth.resources("AWS::CloudWatch::Alarm")
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    assert f"{len(alarms)} alarms" in deploy
+    operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^### `(<Function>\w+|\w+)`", operations, re.MULTILINE))
+    ids = {spec.id for spec in synth.stack.monitoring.specs}
+    assert len(ids) == len(alarms)
+    named = {i for i in ids if not i.endswith(("Errors", "Throttles"))}
+    # One entry per alarm; the per-function ones share two entries ("<Function>Errors").
+    assert named | {"<Function>Errors", "<Function>Throttles"} == headings
 
 
 def test_every_log_group_expires(synth: Synth) -> None:

@@ -2,7 +2,10 @@
 
 Applied files are recorded with their sha256 in ``schema_migrations``. The runner refuses to
 run when an applied file was edited or removed (the database would no longer match the code),
-and serialises concurrent runners with a session-level advisory lock, so running it twice or
+except that a database ahead of the code (migrations newer than every file, applied by a newer
+release) is accepted with nothing to apply: the previous release deployed again, a rollback,
+finds the schema it must be compatible with (docs/operations.md, "Rollback"). It serialises
+concurrent runners with a session-level advisory lock, so running it twice or
 from two deploys at once is safe: the second waits, then finds nothing to do.
 
 Migrations run as the owner (a member of ``haki_admin``), never as the runtime role.
@@ -101,9 +104,20 @@ def apply_migrations(conninfo: str, migrations_dir: Path | None = None) -> list[
 def _check_history(recorded: dict[str, str], migrations: list[Migration]) -> None:
     on_disk = {m.name: m for m in migrations}
     missing = sorted(set(recorded) - set(on_disk))
-    if missing:
+    newest = max(on_disk, default="")
+    if any(name < newest for name in missing):
         raise MigrationError(f"applied migrations are missing on disk: {missing}")
-    edited = sorted(n for n, checksum in recorded.items() if on_disk[n].checksum != checksum)
+    if missing:
+        # A newer release migrated this database and this (older) code runs against it: a
+        # rollback. Its migrations are all applied; nothing may run after the newer ones.
+        pending = sorted(set(on_disk) - set(recorded))
+        if pending:
+            raise MigrationError(f"the database is ahead of this code ({missing} applied) but "
+                                 f"lacks {pending}: its history has diverged")
+        log.warning("the database is ahead of this code: %s applied by a newer release; "
+                    "nothing to apply", missing)
+    edited = sorted(n for n, checksum in recorded.items()
+                    if n in on_disk and on_disk[n].checksum != checksum)
     if edited:
         raise MigrationError(
             f"applied migrations were edited since they ran: {edited}; "
