@@ -17,7 +17,6 @@ live holder to stop stops it.
 import atexit
 import json
 import logging
-import os
 import signal
 import time
 import warnings
@@ -43,13 +42,13 @@ def _pgdata(data_dir: Path) -> Path:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs: a zombie (ended, not yet reaped by its parent) does not."""
+    import psutil
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def _live_holders(pgdata: Path) -> list[int]:
