@@ -138,6 +138,19 @@ class Database(Construct):
     def metric_connections(self) -> cloudwatch.Metric:
         return self.resource.metric_database_connections(period=Duration.minutes(5))
 
+    def metric_free_storage(self) -> cloudwatch.Metric:
+        """Bytes left to write to: the instance's ``FreeStorageSpace`` (its gp3 volume, grown
+        by storage autoscaling up to 200 GiB), or for Aurora, whose cluster volume grows by
+        itself, each instance's ``FreeLocalStorage`` (sorts, temporary tables, logs)."""
+        period = Duration.minutes(5)
+        if isinstance(self.resource, rds.DatabaseCluster):
+            return self.resource.metric_free_local_storage(period=period, statistic="Minimum")
+        return self.resource.metric_free_storage_space(period=period, statistic="Minimum")
+
+    def metric_freeable_memory(self) -> cloudwatch.Metric:
+        return self.resource.metric_freeable_memory(period=Duration.minutes(5),
+                                                    statistic="Minimum")
+
 
 def _acknowledge_log_retention_function(scope: Construct) -> None:
     """The stack-wide function CDK adds to set the retention of the exported PostgreSQL logs.

@@ -182,6 +182,18 @@ def test_async_client(haki_server: Server):
     asyncio.run(run())
 
 
+def test_the_health_checks(haki: HakiClient, haki_server: Server):
+    assert haki.health().status == "ok"
+    assert haki.health(ready=True).status == "ready"
+
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, "hk_unknown") as client:
+            # No key is needed: an unknown one is not even read.
+            assert (await client.health(ready=True)).status == "ready"
+
+    asyncio.run(run())
+
+
 # --------------------------------------------------------------------- retries and fail-open
 
 

@@ -62,6 +62,7 @@ from haki_client.models import (
     FactStatusResponse,
     FactWritten,
     ForgetResponse,
+    Health,
     InspectResponse,
     MessageIn,
     ResolveResponse,
@@ -73,12 +74,14 @@ from haki_client.operations import (
     CALL,
     CONTEXT,
     FORGET,
+    HEALTH,
     INSPECT,
     LIST_CALLS,
     LIST_CONFLICTS,
     LIST_EVENTS,
     LIST_FACTS,
     LIST_SUBJECTS,
+    READY,
     RESOLVE_CONFLICT,
     SET_FACT_STATUS,
     STATS_OVERVIEW,
@@ -436,6 +439,9 @@ class _Routes:
         return FORGET, {"body": {"project_id": self._scope(project_id), "mode": mode,
                                  "subject_id": subject_id, "fact_id": fact_id}}
 
+    def health(self, ready: bool) -> Call:
+        return (READY if ready else HEALTH), {}
+
 
 class CallFilters(TypedDict, total=False):
     """The keywords of :meth:`HakiClient.list_calls`: which calls, and which page of them."""
@@ -687,6 +693,11 @@ class HakiClient:
         return self._call(*self._routes.forget(mode, subject_id, fact_id, project_id),
                           timeout=timeout)
 
+    def health(self, *, ready: bool = False, timeout: TimeoutLike = None) -> Health:
+        """``GET /v1/health`` (the API answers), or with ``ready=True``
+        ``GET /v1/health/ready`` (it reaches its database; 503 raises ``ServerError``)."""
+        return self._call(*self._routes.health(ready), timeout=timeout)
+
 
 class AsyncHakiClient:
     """Asynchronous client (asyncio or trio, through httpx and anyio); the same settings,
@@ -862,3 +873,6 @@ class AsyncHakiClient:
         timeout: TimeoutLike = None) -> ForgetResponse:
         return await self._call(*self._routes.forget(mode, subject_id, fact_id, project_id),
                                 timeout=timeout)
+
+    async def health(self, *, ready: bool = False, timeout: TimeoutLike = None) -> Health:
+        return await self._call(*self._routes.health(ready), timeout=timeout)

@@ -209,6 +209,14 @@ class ForgetResponse(Model):
     target: Literal["subject", "fact"]
 
 
+class Health(Model):
+    """
+    ``ok``: the API answers; ``ready``: it reached its database too.
+    """
+
+    status: Literal["ok", "ready"]
+
+
 class MessageIn(Model):
     """
     A message of a conversation, stored as a ``conversation.message`` event whose payload

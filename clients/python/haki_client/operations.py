@@ -25,6 +25,7 @@ from haki_client.models import (
     FactStatusResponse,
     ForgetRequest,
     ForgetResponse,
+    Health,
     InspectResponse,
     ResolveRequest,
     ResolveResponse,
@@ -88,9 +89,13 @@ RESOLVE_CONFLICT = Operation("POST", "/v1/conflicts/{conflict_id}/resolve", Reso
 FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
                    idempotent=False)
 
+# The health checks (no key needed; the client sends its own anyway, unread).
+HEALTH = Operation("GET", "/v1/health", Health)
+READY = Operation("GET", "/v1/health/ready", Health)
+
 #: Every operation of the API; the drift test requires one per path and method of the document.
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
     LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
-    LIST_SUBJECTS,
+    LIST_SUBJECTS, HEALTH, READY,
 )

@@ -21,9 +21,9 @@ import type {
   CallDetail, CallOptions, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery,
   ContextRequest, ContextResponse, ContextResult, EventIn, EventPage, EventsQuery,
   EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatus,
-  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery,
-  InspectResponse, MessageIn, ResolveResponse, SeriesQuery, StatsOverview, StatsQuery,
-  StatsSeries, SubjectPage, SubjectsQuery,
+  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, Health, InProject,
+  InspectQuery, InspectResponse, MessageIn, ResolveResponse, SeriesQuery, StatsOverview,
+  StatsQuery, StatsSeries, SubjectPage, SubjectsQuery,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -300,6 +300,12 @@ export class HakiClient {
     return this.call(OPERATIONS.forget, {
       body: { ...request, project_id: request.project_id ?? this.projectId },
     }, options);
+  }
+
+  /** `GET /v1/health` (the API answers), or with `{ ready: true }` `GET /v1/health/ready`
+   * (it reaches its database; a 503 rejects with a `HakiError`). */
+  health(check: { ready?: boolean } = {}, options: CallOptions = {}): Promise<Health> {
+    return this.call(check.ready ? OPERATIONS.ready : OPERATIONS.health, {}, options);
   }
 
   private inProject<T extends { project_id?: string | null }>(query: T): Record<string, string | undefined> {

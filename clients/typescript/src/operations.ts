@@ -71,6 +71,9 @@ export const OPERATIONS = {
     idempotent: false,
   },
   forget: { method: "POST", path: "/v1/forget", query: [], body: true, idempotent: false },
+  // The health checks (no key needed; the client sends its own anyway, unread).
+  health: { method: "GET", path: "/v1/health", query: [], body: false, idempotent: true },
+  ready: { method: "GET", path: "/v1/health/ready", query: [], body: false, idempotent: true },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -50,6 +50,7 @@ export type ResolveRequest = Schemas["ResolveRequest"];
 export type ResolveResponse = Schemas["ResolveResponse"];
 export type ForgetRequest = Schemas["ForgetRequest"];
 export type ForgetResponse = Schemas["ForgetResponse"];
+export type Health = Schemas["Health"];
 
 export type InspectQuery = paths["/v1/inspect/{trace_id}"]["get"]["parameters"]["query"];
 export type StatsQuery = paths["/v1/stats/overview"]["get"]["parameters"]["query"];

@@ -52,6 +52,11 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.equal((await client.statsOverview({ subject_id: SUBJECT })).subject_id, SUBJECT);
   });
 
+  test("the health checks", async () => {
+    assert.deepEqual(await haki().health(), { status: "ok" });
+    assert.deepEqual(await haki().health({ ready: true }), { status: "ready" });
+  });
+
   test("errors carry the stable code", async () => {
     const client = haki();
     assert.deepEqual(await codeOf(client.context({ subject_id: SUBJECT, query: QUERY, budget_tokens: 0 })), ["validation_error", null]);

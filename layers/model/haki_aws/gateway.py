@@ -11,7 +11,7 @@ recorded for every outcome.
 import base64
 import binascii
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -97,10 +97,25 @@ def resolve(
 ) -> dict[str, Any]:
     """Authenticate, pre-check and route one API Gateway REST proxy event, every database
     wait of it bounded by the function's remaining time."""
+    return _timed(event, context, lambda: _resolve(app, db, event, context))
+
+
+def resolve_public(
+    app: APIGatewayRestResolver, event: Mapping[str, Any], context: LambdaContext
+) -> dict[str, Any]:
+    """Route one event of a public route (``Route.public``: the health checks), which reads
+    nothing of a tenant: no key, no body."""
+    return _timed(event, context, lambda: app.resolve(event, context))
+
+
+def _timed(event: Mapping[str, Any], context: LambdaContext,
+           resolved: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``resolved()``, every database wait of it bounded by the function's remaining time,
+    its latency and outcome recorded."""
     started = time.perf_counter()
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     with request_deadline(remaining() if callable(remaining) else None):
-        result = _resolve(app, db, event, context)
+        result = resolved()
     endpoint = f"{event.get('httpMethod')} {event.get('resource')}"
     record_request(endpoint, error_code(result) or OK, (time.perf_counter() - started) * 1000)
     return result

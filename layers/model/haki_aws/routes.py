@@ -29,6 +29,9 @@ class Route:
     function: str
     #: Largest request body accepted, in bytes.
     max_body_bytes: int = BODY_BYTES
+    #: Served without a key (no authorizer, no usage key): the health checks only, which read
+    #: nothing of a tenant and say nothing of the deployment.
+    public: bool = False
 
 
 ROUTES: tuple[Route, ...] = (
@@ -50,6 +53,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/subjects", "memory"),
     Route("POST", "/v1/conflicts/{conflict_id}/resolve", "memory"),
     Route("POST", "/v1/forget", "memory"),
+    # Liveness and readiness, without a key: functions/health.
+    Route("GET", "/v1/health", "health", public=True),
+    Route("GET", "/v1/health/ready", "health", public=True),
 )
 
 
