@@ -3,10 +3,12 @@
 
 import base64
 import json
+import time
 import uuid
 
 import pytest
 
+from haki_aws.routes import BATCH_BODY_BYTES
 from tests.handlers.conftest import Invoke
 
 CONTEXT = "/v1/context"
@@ -71,3 +73,16 @@ def test_a_body_that_is_not_utf8_is_a_validation_error(
                     base64_encoded=True)
     assert answer.status == 422
     assert answer.json["error"]["code"] == "validation_error"
+
+
+def test_a_mebibyte_unterminated_string_of_escaped_quotes_is_refused_at_once(
+    invoke: Invoke, api_key: str
+) -> None:
+    """The body of the largest route, all of it one unterminated string of ``\\"`` pairs:
+    parsed in one pass and refused (it once held a worker for minutes)."""
+    body = '{"project_id": "p", "events": [{"a": "' + '\\"' * ((BATCH_BODY_BYTES - 60) // 2)
+    started = time.perf_counter()
+    answer = invoke("ingest", "POST", "/v1/events", key=api_key, body=body)
+    assert time.perf_counter() - started < 1.0
+    assert (answer.status, answer.json["error"]["code"]) == (422, "validation_error")
+    assert "Unterminated string" in answer.json["error"]["message"]

@@ -36,9 +36,6 @@ from haki.text import MessageRole, value_text
 # --------------------------------------------------------------------------- limits
 #: Records per ``POST /v1/events`` or ``POST /v1/facts`` (422 beyond).
 MAX_BATCH = 100
-#: A whole request body of the batch routes, in bytes (413 beyond). The edge refuses a larger
-#: body before parsing it (``haki_aws.routes.BATCH_BODY_BYTES``, kept equal by a test).
-MAX_BODY_BYTES = 1_048_576
 #: Model tokens one batch may embed, all records together (413 beyond, naming the first record
 #: past it). Each text counts what the model reads of it: at most its 512-token window, prefix
 #: included; a longer text is truncated there (stored whole, embedded on its first ~2,000
