@@ -86,3 +86,42 @@ def test_a_mebibyte_unterminated_string_of_escaped_quotes_is_refused_at_once(
     assert time.perf_counter() - started < 1.0
     assert (answer.status, answer.json["error"]["code"]) == (422, "validation_error")
     assert "Unterminated string" in answer.json["error"]["message"]
+
+
+def _cursor(raw: bytes) -> str:
+    return "k1." + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+#: Forged cursors: right prefix, wrong data (each of them was a 500 on some listing).
+FORGED_CURSORS = [
+    _cursor(b'["2026-01-01T00:00:00+00:00", 5]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", ["a"]]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", true]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", NaN]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", null]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", {"a": 1}]'),
+    _cursor(b'[NaN, "9f1c8a52-2b0e-4a70-8c5b-2f7f4c7e0d11"]'),
+    _cursor(b'[1700000000, "9f1c8a52-2b0e-4a70-8c5b-2f7f4c7e0d11"]'),
+    _cursor(b'["0001-01-01T00:00:00+01:00", "9f1c8a52-2b0e-4a70-8c5b-2f7f4c7e0d11"]'),
+    _cursor(b'["2026-01-01T00:00:00", "9f1c8a52-2b0e-4a70-8c5b-2f7f4c7e0d11"]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", "9f1c8a52", "x"]'),
+    _cursor(b'{"a": 1, "b": 2}'),
+    _cursor(b'"ab"'),
+    _cursor(b"\xff\xfe"),
+    "k1.%%%%",
+    "k1.é",
+    "k1.a",
+]
+LISTINGS = [("memory", "/v1/facts"), ("memory", "/v1/events"), ("memory", "/v1/conflicts"),
+            ("inspect", "/v1/calls")]
+
+
+@pytest.mark.parametrize(("function", "path"), LISTINGS)
+def test_a_forged_cursor_is_a_validation_error_on_every_listing(
+    invoke: Invoke, api_key: str, project_id: str, function: str, path: str
+) -> None:
+    for cursor in FORGED_CURSORS:
+        answer = invoke(function, "GET", path, key=api_key, query={
+            "project_id": project_id, "subject_id": "alice", "cursor": cursor})
+        assert (answer.status, answer.json["error"]["code"]) == (422, "validation_error"), cursor
+        assert "cursor" in answer.json["error"]["message"]

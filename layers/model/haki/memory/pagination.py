@@ -6,7 +6,6 @@ cursor is URL-safe base64 of that pair; it reveals nothing the caller was not ju
 """
 
 import base64
-import binascii
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -14,12 +13,15 @@ from typing import LiteralString, TypeVar
 from uuid import UUID
 
 from psycopg.rows import dict_row
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from haki.db import Database
 from haki.errors import ValidationFailed
+from haki.models import Timestamp
 
 _PREFIX = "k1."
+#: What a cursor holds: the (timestamp, id) of the last row served.
+_SORT_KEY = TypeAdapter(tuple[Timestamp, UUID])
 
 View = TypeVar("View", bound=BaseModel)
 
@@ -30,19 +32,22 @@ def encode_cursor(at: datetime, row_id: UUID) -> str:
 
 
 def decode_cursor(cursor: str | None) -> tuple[datetime | None, UUID | None]:
-    """The sort key after which the page starts; ``(None, None)`` for the first page."""
+    """The sort key after which the page starts; ``(None, None)`` for the first page.
+
+    A cursor is data from the client: anything but the base64 of a JSON pair of strings, an
+    instant with its offset (within the accepted range) and a UUID, is a
+    :class:`ValidationFailed` (422), whatever its types."""
     if cursor is None:
         return None, None
     try:
         if not cursor.startswith(_PREFIX):
-            raise ValueError(cursor)
+            raise ValueError("no prefix")
         body = cursor[len(_PREFIX):]
-        at, row_id = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-        parsed = datetime.fromisoformat(at)
-        if parsed.tzinfo is None:
-            raise ValueError(at)
-        return parsed, UUID(row_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
+        pair = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+        if not isinstance(pair, list) or not all(isinstance(part, str) for part in pair):
+            raise ValueError("not a pair of strings")
+        return _SORT_KEY.validate_python(pair)
+    except ValueError as exc:  # binascii.Error, UnicodeDecodeError, JSON and Pydantic's too
         raise ValidationFailed("field 'cursor': not a cursor returned by this listing") from exc
 
 
