@@ -5,6 +5,7 @@ import base64
 import json
 import time
 import uuid
+from typing import Any
 
 import pytest
 
@@ -125,3 +126,74 @@ def test_a_forged_cursor_is_a_validation_error_on_every_listing(
             "project_id": project_id, "subject_id": "alice", "cursor": cursor})
         assert (answer.status, answer.json["error"]["code"]) == (422, "validation_error"), cursor
         assert "cursor" in answer.json["error"]["message"]
+
+
+#: Every text parameter of every GET route, and the function serving it.
+TEXT_PARAMETERS = [
+    ("inspect", "/v1/calls", name) for name in ("q", "warning", "purpose", "subject_id",
+                                                 "since", "until", "cursor")
+] + [("memory", "/v1/facts", name) for name in ("subject_id", "predicate", "cursor")] + [
+    ("memory", path, name) for path in ("/v1/events", "/v1/conflicts")
+    for name in ("subject_id", "cursor")
+] + [("stats", path, "subject_id") for path in ("/v1/stats/overview", "/v1/stats/series")]
+
+
+@pytest.mark.parametrize(("function", "path", "name"), TEXT_PARAMETERS)
+@pytest.mark.parametrize("text", ["a\x00b", "\x00"])
+def test_a_nul_in_any_query_parameter_is_a_validation_error(
+    invoke: Invoke, api_key: str, project_id: str, function: str, path: str, name: str,
+    text: str,
+) -> None:
+    """PostgreSQL text cannot hold NUL: it is refused before any statement sees it."""
+    query = {"project_id": project_id, "subject_id": "alice", name: text}
+    answer = invoke(function, "GET", path, key=api_key, query=query)
+    assert (answer.status, answer.json["error"]["code"]) == (422, "validation_error")
+    assert name in answer.json["error"]["message"]
+
+
+def _with_nul(body: dict[str, Any], path: tuple[str | int, ...]) -> dict[str, Any]:
+    """``body`` with a NUL inside the string at ``path`` (the last part a key: the NUL goes
+    into the key's value; ``"<key>"``: into a key of that object)."""
+    copy = json.loads(json.dumps(body))
+    parent = copy
+    for part in path[:-1]:
+        parent = parent[part]
+    last = path[-1]
+    if last == "<key>":
+        parent["a\x00b"] = 1
+    else:
+        parent[last] = "a\x00" + str(parent[last])
+    return copy
+
+
+_EVENT = {"subject_id": "alice", "kind": "note", "idempotency_key": "k1",
+          "payload": {"text": "hello"}}
+_MESSAGE = {"role": "user", "content": "hi", "name": "Ana", "message_id": "m1"}
+_FACT = {"subject_id": "alice", "predicate": "city", "value": {"name": "Lyon"}}
+#: (function, route, body, where the NUL goes) for every text field of every write body.
+NUL_BODIES = [
+    *(("ingest", "/v1/events", {"events": [_EVENT]}, ("events", 0, field))
+      for field in ("subject_id", "kind", "idempotency_key")),
+    ("ingest", "/v1/events", {"events": [_EVENT]}, ("events", 0, "payload", "text")),
+    ("ingest", "/v1/events", {"events": [_EVENT]}, ("events", 0, "payload", "<key>")),
+    ("ingest", "/v1/events", {"subject_id": "alice", "messages": [_MESSAGE]}, ("subject_id",)),
+    *(("ingest", "/v1/events", {"subject_id": "alice", "messages": [_MESSAGE]},
+       ("messages", 0, field)) for field in ("content", "name", "message_id")),
+    *(("ingest", "/v1/facts", {"facts": [_FACT]}, ("facts", 0, field))
+      for field in ("subject_id", "predicate")),
+    ("ingest", "/v1/facts", {"facts": [_FACT]}, ("facts", 0, "value", "name")),
+    ("ingest", "/v1/facts", {"facts": [_FACT]}, ("facts", 0, "value", "<key>")),
+    ("memory", "/v1/forget", {"subject_id": "alice", "mode": "disable"}, ("subject_id",)),
+    ("context", CONTEXT, {"subject_id": "alice", "query": "q"}, ("subject_id",)),
+]
+
+
+@pytest.mark.parametrize(("function", "path", "body", "where"), NUL_BODIES)
+def test_a_nul_in_any_text_of_a_body_is_a_validation_error(
+    invoke: Invoke, api_key: str, project_id: str, function: str, path: str,
+    body: dict[str, Any], where: tuple[str | int, ...],
+) -> None:
+    answer = invoke(function, "POST", path, key=api_key,
+                    body=_with_nul({"project_id": project_id, **body}, where))
+    assert answer.status == 422, answer.json
+    assert answer.json["error"]["code"] in ("validation_error", "missing_scope")

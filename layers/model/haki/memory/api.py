@@ -102,6 +102,13 @@ def _storable_text(text: str) -> None:
         raise ValueError("text must be valid Unicode (no lone surrogates)") from exc
 
 
+def _storable_str(text: str) -> str:
+    _storable_text(text)
+    return text
+
+
+#: Free text compared with stored text (a search, a filter): any text PostgreSQL can hold.
+StorableText = Annotated[str, AfterValidator(_storable_str)]
 ScopeId = Annotated[
     str, Field(min_length=1, max_length=SCOPE_MAX_CHARS), StringConstraints(pattern=SCOPE_PATTERN)
 ]
