@@ -6,7 +6,9 @@ writing nothing. A batch of ``messages`` is stored as events of kind ``conversat
 each with the event id its :class:`MessageIn` names or derives (:func:`message_event_id`), so a
 retried message is a replay like any other. Replays are found before embedding (a retried
 batch costs no model time), and the write itself is ``INSERT ... ON CONFLICT DO NOTHING``, so
-two concurrent deliveries of one event store it once whatever their timing.
+two concurrent deliveries of one event store it once whatever their timing; a batch inserts
+its events in one deterministic order (by idempotency key or id), so concurrent batches of the
+same events in any order never deadlock.
 """
 
 import json
@@ -145,6 +147,16 @@ def _handle(event: EventIn) -> Handle | None:
     return None
 
 
+def _insert_order(event: EventIn, event_id: UUID) -> tuple[str, str]:
+    """Where an event goes in the batch's INSERT: every batch inserts in this one order, by
+    the unique key its row can collide on (its idempotency key, else its id), so two batches
+    holding the same events in different orders never wait for each other in a cycle (each
+    waits at most for a row the other inserted first, at a smaller key)."""
+    if event.idempotency_key is not None:
+        return ("key", event.idempotency_key)
+    return ("id", str(event_id))
+
+
 def _check_batch(batch: Batch) -> None:
     """Limits in bytes (413) and handles repeated within the batch (422), first offender."""
     first_of: dict[Handle, int] = {}
@@ -217,12 +229,14 @@ def ingest_events(
     with write_transaction(db, project_id) as conn:
         lock_scopes(conn, project_id, {e.subject_id for e in events})
         if fresh:
+            rows = sorted(zip(fresh, vectors, strict=True),
+                          key=lambda row: _insert_order(row[0][1], ids[row[0][0]]))
             cursor = conn.cursor()
             cursor.executemany(INSERT_EVENT_ONCE, [
                 event_row(id=ids[index], project_id=project_id, subject_id=e.subject_id,
                           kind=e.kind, payload=e.payload, occurred_at=e.occurred_at,
                           idempotency_key=e.idempotency_key, embedding=vector)
-                for (index, e), vector in zip(fresh, vectors, strict=True)
+                for (index, e), vector in rows
             ], returning=True)
             for _ in cursor.results():
                 inserted.update(row[0] for row in cursor.fetchall())
