@@ -5,6 +5,7 @@ themselves are tested on the core (tests/integration/test_write_*) and over HTTP
 (tests/e2e/test_write_api.py)."""
 
 import json
+import unicodedata
 import uuid
 from typing import Any
 
@@ -235,3 +236,34 @@ def test_a_time_outside_the_accepted_range_is_422_naming_its_record_and_field(
         row = conn.execute(f"SELECT count(*) FROM {section} WHERE project_id = %s",
                            (project_id,)).fetchone()
     assert row == (0,)
+
+
+def test_both_spellings_of_a_subject_reach_its_one_memory(
+    invoke: Invoke, api_key: str, project_id: str
+) -> None:
+    """A subject written in NFC is listed and erased in NFD (the spelling a macOS keyboard
+    or a decomposing client sends): one name, one identity, no receipt of zero counts."""
+    nfc, nfd = "amélie", unicodedata.normalize("NFD", "amélie")
+    written = _call(invoke, "POST", "/v1/facts", api_key, body={"project_id": project_id, "facts": [
+        {"subject_id": nfc, "predicate": "préférence", "value": "thé"}]})
+    assert written.status == 201
+    listed = _call(invoke, "GET", "/v1/facts", api_key, query={
+        "project_id": project_id, "subject_id": nfd,
+        "predicate": unicodedata.normalize("NFD", "préférence")})
+    assert [f["subject_id"] for f in listed.json["facts"]] == [nfc]
+    erased = _call(invoke, "POST", "/v1/forget", api_key, body={
+        "project_id": project_id, "subject_id": nfd, "mode": "delete"})
+    assert erased.status == 200 and erased.json["counts"]["facts"] == 1
+    after = _call(invoke, "GET", "/v1/facts", api_key, query={
+        "project_id": project_id, "subject_id": nfc})
+    assert after.json["facts"] == []
+
+
+@pytest.mark.parametrize("predicate", ["ci\u200bty", "\u0441ity", "city\u202e"])
+def test_a_look_alike_of_a_predicate_is_refused(
+    invoke: Invoke, api_key: str, project_id: str, predicate: str
+) -> None:
+    answer = _call(invoke, "POST", "/v1/facts", api_key, body={"project_id": project_id, "facts": [
+        {"subject_id": "alice", "predicate": predicate, "value": "Lyon"}]})
+    assert _code(answer) == (422, "validation_error")
+    assert "facts[0]: field 'predicate'" in answer.json["error"]["message"]

@@ -21,14 +21,21 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from haki.identities import canonical_identifier, canonical_predicate
+
 #: Bounds of the public contract (docs/spec.md §4).
 SCOPE_MAX_CHARS = 128
 #: A scope id (and every other label: predicate, kind, idempotency key) holds no control
 #: character (NUL cannot even be stored in PostgreSQL text) and is not blank. As a pattern, so
 #: that the OpenAPI document states the rule the validation applies.
 SCOPE_PATTERN = r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$"
-#: A label as a type: bounded by its field, shaped by :data:`SCOPE_PATTERN`.
-Label = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN)]
+#: A label as a type: bounded by its field, shaped by :data:`SCOPE_PATTERN`, in its one
+#: canonical spelling (NFC, no invisible character: :mod:`haki.identities`).
+Label = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN),
+                  AfterValidator(canonical_identifier)]
+#: A predicate: a label in one script (:func:`haki.identities.canonical_predicate`).
+PredicateLabel = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN),
+                           AfterValidator(canonical_predicate)]
 PURPOSE_MAX_CHARS = 128
 #: A query longer than this is refused: nothing useful is that long, and it bounds the work.
 QUERY_MAX_CHARS = 16_000
@@ -220,9 +227,9 @@ class FactRecord(_Strict):
     """A fact to store. ``id`` is generated when absent; an existing id is updated (upsert)."""
 
     id: UUID | None = None
-    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    predicate: str = Field(min_length=1, max_length=256)
+    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    predicate: PredicateLabel = Field(min_length=1, max_length=256)
     value: Any
     qualifiers: dict[str, Any] = Field(default_factory=dict)
     status: FactStatus = "active"

@@ -18,16 +18,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StringConstraints,
     model_validator,
 )
 
 from haki.errors import ForbiddenScope
 from haki.models import (
     SCOPE_MAX_CHARS,
-    SCOPE_PATTERN,
     FactStatus,
     Label,
+    PredicateLabel,
     Timestamp,
     Volatility,
 )
@@ -109,13 +108,8 @@ def _storable_str(text: str) -> str:
 
 #: Free text compared with stored text (a search, a filter): any text PostgreSQL can hold.
 StorableText = Annotated[str, AfterValidator(_storable_str)]
-ScopeId = Annotated[
-    str, Field(min_length=1, max_length=SCOPE_MAX_CHARS), StringConstraints(pattern=SCOPE_PATTERN)
-]
-Predicate = Annotated[
-    str, Field(min_length=1, max_length=MAX_PREDICATE_CHARS),
-    StringConstraints(pattern=SCOPE_PATTERN),
-]
+ScopeId = Annotated[Label, Field(min_length=1, max_length=SCOPE_MAX_CHARS)]
+Predicate = Annotated[PredicateLabel, Field(min_length=1, max_length=MAX_PREDICATE_CHARS)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_storable)]
 
 
@@ -150,15 +144,12 @@ class EventIn(_Body):
     idempotent: a replay returns the original id and writes nothing."""
 
     subject_id: ScopeId
-    kind: Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS),
-                    StringConstraints(pattern=SCOPE_PATTERN)]
+    kind: Annotated[Label, Field(min_length=1, max_length=MAX_KIND_CHARS)]
     occurred_at: Timestamp | None = None
     payload: JsonObject = Field(default_factory=dict)
     id: UUID | None = None
     idempotency_key: Annotated[
-        str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
-        StringConstraints(pattern=SCOPE_PATTERN),
-    ] | None = None
+        Label, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None = None
 
     @model_validator(mode="after")
     def _one_idempotency_handle(self) -> Self:
