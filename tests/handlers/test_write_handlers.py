@@ -267,3 +267,29 @@ def test_a_look_alike_of_a_predicate_is_refused(
         {"subject_id": "alice", "predicate": predicate, "value": "Lyon"}]})
     assert _code(answer) == (422, "validation_error")
     assert "facts[0]: field 'predicate'" in answer.json["error"]["message"]
+
+
+@pytest.mark.parametrize("when", [253402300799, 253402300799000, 1.7e9, "253402300799", True,
+                                  "2026-12-01T09:30:00", "2026-12-01"])
+def test_a_time_that_is_not_an_rfc_3339_string_is_refused(
+    invoke: Invoke, api_key: str, project_id: str, when: object
+) -> None:
+    """A number is not read as seconds or milliseconds by its size (9999-12-31 in seconds
+    was once stored as 1978), nor a time without its offset guessed: every time field."""
+    bodies = [
+        ("/v1/events", {"events": [{"subject_id": "alice", "kind": "note", "occurred_at": when}]},
+         "events[0]: field 'occurred_at'"),
+        ("/v1/events", {"subject_id": "alice", "messages": [
+            {"role": "user", "content": "hi", "occurred_at": when}]},
+         "messages[0]: field 'occurred_at'"),
+        ("/v1/facts", {"facts": [{"subject_id": "alice", "predicate": "city", "value": "Lyon",
+                                  "valid_from": when}]}, "facts[0]: field 'valid_from'"),
+    ]
+    for path, body, named in bodies:
+        answer = _call(invoke, "POST", path, api_key, body={"project_id": project_id, **body})
+        assert _code(answer) == (422, "validation_error"), (path, answer.json)
+        assert named in answer.json["error"]["message"]
+        assert "RFC 3339" in answer.json["error"]["message"]
+    calls = _call(invoke, "GET", "/v1/calls", api_key, query={
+        "project_id": project_id, "since": str(when)})
+    assert _code(calls) == (422, "validation_error")

@@ -3,6 +3,7 @@ memory document (``haki load``). The core passes these between layers; handlers 
 input into them and serialise them back out.
 """
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -12,6 +13,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -29,13 +31,26 @@ SCOPE_MAX_CHARS = 128
 #: character (NUL cannot even be stored in PostgreSQL text) and is not blank. As a pattern, so
 #: that the OpenAPI document states the rule the validation applies.
 SCOPE_PATTERN = r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$"
-#: A label as a type: bounded by its field, shaped by :data:`SCOPE_PATTERN`, in its one
-#: canonical spelling (NFC, no invisible character: :mod:`haki.identities`).
-Label = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN),
-                  AfterValidator(canonical_identifier)]
-#: A predicate: a label in one script (:func:`haki.identities.canonical_predicate`).
-PredicateLabel = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN),
-                           AfterValidator(canonical_predicate)]
+
+
+def _identifier(value: object) -> object:
+    return canonical_identifier(value) if isinstance(value, str) else value
+
+
+def _predicate(value: object) -> object:
+    return canonical_predicate(value) if isinstance(value, str) else value
+
+
+#: Validators that put an identifier in its one canonical spelling (NFC, no invisible
+#: character; a predicate in one script: :mod:`haki.identities`) before its bounds are checked
+#: (so a length is the canonical one's). Placed after the field's string constraints in the
+#: same ``Annotated``, so that an empty value is still "too short" (``missing_scope``).
+IDENTIFIER = BeforeValidator(_identifier)
+PREDICATE = BeforeValidator(_predicate)
+#: A label as a type: bounded by its field, shaped by :data:`SCOPE_PATTERN`, canonical.
+Label = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN), IDENTIFIER]
+#: A predicate as a type: a label in one script.
+PredicateLabel = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN), PREDICATE]
 PURPOSE_MAX_CHARS = 128
 #: A query longer than this is refused: nothing useful is that long, and it bounds the work.
 QUERY_MAX_CHARS = 16_000
@@ -62,11 +77,26 @@ def _in_time_range(value: datetime) -> datetime:
     return value
 
 
-#: An instant a client gives: ISO 8601 with a time zone, within :data:`TIME_RANGE` in UTC. Every
-#: timestamp field of a write request and of a memory document is of this type.
+#: RFC 3339's date-time: a date, ``T`` (or a space), a time, an optional fraction and an
+#: offset (``Z`` or ``±hh:mm``).
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+
+
+def _rfc3339(value: object) -> object:
+    """A time given as text must be RFC 3339 with its offset: a number (seconds or
+    milliseconds, told apart by their size) or another text is refused, never guessed."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.fullmatch(value)):
+        return value
+    raise ValueError("must be an RFC 3339 string with a time zone, e.g. 2026-12-01T09:30:00Z")
+
+
+#: An instant a client gives: an RFC 3339 string with a time zone, within :data:`TIME_RANGE`
+#: in UTC. Every timestamp field of a request and of a memory document is of this type.
 Timestamp = Annotated[
-    AwareDatetime, AfterValidator(_in_time_range),
-    Field(description=f"ISO 8601 with a time zone, between {TIME_RANGE} in UTC"),
+    AwareDatetime, BeforeValidator(_rfc3339), AfterValidator(_in_time_range),
+    Field(description=f"RFC 3339 with a time zone (a string, never a number), between "
+                      f"{TIME_RANGE} in UTC"),
 ]
 
 Status = Literal["ok", "degraded"]

@@ -18,15 +18,17 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     model_validator,
 )
 
 from haki.errors import ForbiddenScope
 from haki.models import (
+    IDENTIFIER,
+    PREDICATE,
     SCOPE_MAX_CHARS,
+    SCOPE_PATTERN,
     FactStatus,
-    Label,
-    PredicateLabel,
     Timestamp,
     Volatility,
 )
@@ -108,8 +110,13 @@ def _storable_str(text: str) -> str:
 
 #: Free text compared with stored text (a search, a filter): any text PostgreSQL can hold.
 StorableText = Annotated[str, AfterValidator(_storable_str)]
-ScopeId = Annotated[Label, Field(min_length=1, max_length=SCOPE_MAX_CHARS)]
-Predicate = Annotated[PredicateLabel, Field(min_length=1, max_length=MAX_PREDICATE_CHARS)]
+def _label(max_chars: int) -> StringConstraints:
+    """The bounds and shape of a label of at most ``max_chars`` characters."""
+    return StringConstraints(min_length=1, max_length=max_chars, pattern=SCOPE_PATTERN)
+
+
+ScopeId = Annotated[str, _label(SCOPE_MAX_CHARS), IDENTIFIER]
+Predicate = Annotated[str, _label(MAX_PREDICATE_CHARS), PREDICATE]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_storable)]
 
 
@@ -144,12 +151,11 @@ class EventIn(_Body):
     idempotent: a replay returns the original id and writes nothing."""
 
     subject_id: ScopeId
-    kind: Annotated[Label, Field(min_length=1, max_length=MAX_KIND_CHARS)]
+    kind: Annotated[str, _label(MAX_KIND_CHARS), IDENTIFIER]
     occurred_at: Timestamp | None = None
     payload: JsonObject = Field(default_factory=dict)
     id: UUID | None = None
-    idempotency_key: Annotated[
-        Label, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS)] | None = None
+    idempotency_key: Annotated[str, _label(MAX_IDEMPOTENCY_KEY_CHARS), IDENTIFIER] | None = None
 
     @model_validator(mode="after")
     def _one_idempotency_handle(self) -> Self:
@@ -172,12 +178,11 @@ class MessageIn(_Body):
     role: MessageRole
     content: Annotated[str, Field(min_length=1), AfterValidator(_json_storable)]
     #: The speaker's name (``Ana``, a tool's name), shown beside the role.
-    name: Annotated[Label, Field(min_length=1, max_length=MAX_SPEAKER_NAME_CHARS)] | None = None
+    name: Annotated[str, _label(MAX_SPEAKER_NAME_CHARS), IDENTIFIER] | None = None
     occurred_at: Timestamp | None = None
     id: UUID | None = None
     #: The client's own id of the message (unique within the subject).
-    message_id: Annotated[
-        Label, Field(min_length=1, max_length=MAX_MESSAGE_ID_CHARS)] | None = None
+    message_id: Annotated[str, _label(MAX_MESSAGE_ID_CHARS), IDENTIFIER] | None = None
 
     @model_validator(mode="after")
     def _identified(self) -> Self:
