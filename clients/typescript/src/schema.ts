@@ -375,7 +375,7 @@ export interface components {
         ContextResponse: {
             /**
              * Block
-             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, without control or invisible format characters, its angle brackets and their look-alikes replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
              */
             block?: string;
             packet: components["schemas"]["ContextPacket"];

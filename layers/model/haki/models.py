@@ -188,7 +188,8 @@ class ContextResponse(_Strict):
         default=None, exclude_if=lambda value: value is None,
         json_schema_extra=_absent_by_default,
         description="The packet as the prompt-ready <haki_memory> block: every memory text on "
-                    "one line, its angle brackets replaced by ‹ ›, so memory can neither close "
+                    "one line, without control or invisible format characters, its angle "
+                    "brackets and their look-alikes replaced by ‹ ›, so memory can neither close "
                     "the block nor open another. Empty when the packet is empty. Present only "
                     "when the request asked `render: true`.")
 
