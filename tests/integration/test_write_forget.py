@@ -147,6 +147,25 @@ def test_disabling_a_subject_stops_serving_its_facts(writes: Writes) -> None:
     assert writes.status(new.id, "active").fact.status == "active"
 
 
+def test_disabling_a_subject_resolves_its_open_conflict_sets(writes: Writes) -> None:
+    """An open set holds active facts only: the subject's facts leave theirs when disabled,
+    the set is resolved (keeping its facts for the record); enabling the subject brings the
+    contradiction back as an open set."""
+    lyon = writes.fact("city", "Lyon")
+    nantes = writes.fact("city", "Nantes")
+    assert nantes.outcome == "conflict"
+    bob = [writes.fact("city", "Paris", subject_id="bob"),
+           writes.fact("city", "Rome", subject_id="bob")]
+    writes.forget(subject_id="alice", mode="disable")
+    assert writes.conflicts().conflicts == []
+    resolved = writes.conflicts(status="resolved").conflicts
+    assert [{f.id for f in c.facts} for c in resolved] == [{lyon.id, nantes.id}]
+    assert [c.id for c in writes.conflicts(subject_id="bob").conflicts] == [bob[1].conflict_id]
+    writes.forget(subject_id="alice", mode="enable")
+    reopened = writes.conflicts().conflicts
+    assert [{f.id for f in c.facts} for c in reopened] == [{lyon.id, nantes.id}]
+
+
 def test_a_disabled_subject_serves_nothing_of_itself_until_reenabled(writes: Writes) -> None:
     question = "what is her passport number and where does she live?"
     writes.events(
