@@ -55,3 +55,19 @@ BEGIN
     END IF;
 END
 $report$;
+
+-- The event ids derived from messages (haki/memory/events.py, message_event_id) are keyed per
+-- project: each project holds a random key, and an id is a hash of the key with the subject
+-- and the message, so ids differ across projects and nobody without the key can test a
+-- guessed subject and message against an id. The runtime role reads its own project's key
+-- only, through the key it acts for (haki_tenant(), 0013).
+ALTER TABLE projects ADD COLUMN message_id_key uuid NOT NULL DEFAULT gen_random_uuid();
+
+CREATE FUNCTION haki_message_id_key() RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public, pg_temp
+AS $$
+    SELECT p.message_id_key FROM public.projects AS p WHERE p.project_id = public.haki_tenant()
+$$;
+REVOKE ALL ON FUNCTION haki_message_id_key() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION haki_message_id_key() TO haki_app;

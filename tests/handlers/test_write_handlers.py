@@ -14,6 +14,7 @@ import pytest
 from haki.db import Database
 from haki.memory.api import MAX_EMBED_TOKENS
 from haki_aws.routes import BATCH_BODY_BYTES, BODY_BYTES, ROUTES
+from haki_local.admin import create_key
 from tests.handlers.conftest import Answer, Invoke
 
 WRITE_ROUTES = [r for r in ROUTES if r.function in ("ingest", "memory")]
@@ -293,3 +294,26 @@ def test_a_time_that_is_not_an_rfc_3339_string_is_refused(
     calls = _call(invoke, "GET", "/v1/calls", api_key, query={
         "project_id": project_id, "since": str(when)})
     assert _code(calls) == (422, "validation_error")
+
+
+def test_message_ids_are_keyed_per_project(
+    invoke: Invoke, api_key: str, project_id: str, owner_db: Database
+) -> None:
+    """The same message (subject, message_id; or subject, speaker, content, moment) has one
+    id in its project, whatever the retry, and another in another project: an id tells
+    nothing about the message to whoever lacks the project's key."""
+    other = f"{project_id}-b"
+    other_key = create_key(owner_db, org_id="org-test", project_id=other, label="tests",
+                           create_project=True).key
+    messages = [{"role": "user", "content": "hello", "message_id": "m-1"},
+                {"role": "user", "content": "again", "occurred_at": "2026-12-01T09:30:00Z"}]
+
+    def ids(key: str, project: str) -> list[str]:
+        answer = _call(invoke, "POST", "/v1/events", key, body={
+            "project_id": project, "subject_id": "alice", "messages": messages})
+        assert answer.status == 201, answer.json
+        return [e["id"] for e in answer.json["events"]]
+
+    first = ids(api_key, project_id)
+    assert ids(api_key, project_id) == first  # a retry: the same ids
+    assert not set(ids(other_key, other)) & set(first)
