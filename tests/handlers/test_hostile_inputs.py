@@ -197,3 +197,18 @@ def test_a_nul_in_any_text_of_a_body_is_a_validation_error(
                     body=_with_nul({"project_id": project_id, **body}, where))
     assert answer.status == 422, answer.json
     assert answer.json["error"]["code"] in ("validation_error", "missing_scope")
+
+
+@pytest.mark.parametrize("content_type", ["APPLICATION/JSON", "Application/Json; charset=UTF-8",
+                                          "application/JSON;charset=utf-8"])
+def test_a_json_media_type_in_any_case_is_json(
+    invoke: Invoke, api_key: str, project_id: str, content_type: str
+) -> None:
+    """Media types are case-insensitive (RFC 9110): any spelling of application/json, with its
+    parameters, is a JSON body; another type is still 415."""
+    answer = invoke("context", "POST", CONTEXT, key=api_key, body=_context_body(project_id),
+                    headers={"Content-Type": content_type})
+    assert answer.status == 200, answer.json
+    refused = invoke("context", "POST", CONTEXT, key=api_key, body=_context_body(project_id),
+                     headers={"Content-Type": "TEXT/PLAIN"})
+    assert refused.status == 415

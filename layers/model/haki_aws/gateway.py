@@ -60,6 +60,24 @@ def _content_type(event: Mapping[str, Any]) -> str:
     return ""
 
 
+def _media_type_lowered(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The event with the media type of its Content-Type in lower case (its parameters kept):
+    media types are case-insensitive (RFC 9110), and the resolver compares them as written,
+    so ``APPLICATION/JSON; charset=UTF-8`` is JSON like ``application/json``."""
+    def lowered(value: str) -> str:
+        media, sep, parameters = value.partition(";")
+        return media.strip().lower() + sep + parameters
+
+    changed = dict(event)
+    for field, shape in (("headers", lowered),
+                         ("multiValueHeaders", lambda values: [lowered(v) for v in values])):
+        headers = event.get(field)
+        if headers:
+            changed[field] = {name: shape(value) if name.lower() == "content-type" else value
+                              for name, value in headers.items()}
+    return changed
+
+
 def body_limit(event: Mapping[str, Any]) -> int:
     """The largest body the event's route accepts (an unknown route: the default; the
     resolver answers it 404)."""
@@ -125,4 +143,4 @@ def _resolve(
     # Every tenant transaction of the request is bound to this key (row-level security follows
     # the key, migration 0013): a route that named another project would see nothing.
     with acting_for(identity.key_hash):
-        return app.resolve(event, context)
+        return app.resolve(_media_type_lowered(event), context)
