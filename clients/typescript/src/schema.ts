@@ -948,9 +948,9 @@ export interface operations {
                 /** @description why the packet was empty; served: calls whose packet was not */
                 empty_reason?: ("no_memory" | "no_relevant_memory" | "all_filtered") | "served" | null;
                 purpose?: string | null;
-                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 since?: string | null;
-                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 until?: string | null;
                 cursor?: string | null;
                 limit?: number;
