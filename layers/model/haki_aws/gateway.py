@@ -49,7 +49,9 @@ def _body_bytes(event: Mapping[str, Any]) -> int:
     body = event.get("body") or ""
     if event.get("isBase64Encoded"):
         return len(body) * 3 // 4
-    return len(body.encode("utf-8"))
+    # A lone surrogate (no UTF-8 body holds one; an event built by hand may) is measured, then
+    # refused by the parser like any malformed body.
+    return len(body.encode("utf-8", "surrogatepass"))
 
 
 def _content_type(event: Mapping[str, Any]) -> str:
