@@ -40,7 +40,7 @@ _TRACE_ID = Annotated[str, Path(description="trace_id returned by POST /v1/conte
                                             "text is an unknown trace (404)")]
 _LABEL = Annotated[str | None, Query(min_length=1, max_length=MAX_LABEL_CHARS)]
 _INSTANT = Annotated[str | None, Query(
-    description="ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z")]
+    description="RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z")]
 
 
 @app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call",

@@ -3,7 +3,7 @@
 Private (isolated subnets, no public address), encrypted, TLS forced, IAM database
 authentication on (RDS Proxy logs in as ``haki_app`` / ``haki_stats`` with IAM, end to end),
 automated backups. The master user is the schema owner; its password is generated into
-Secrets Manager and rotated. ``CREATE EXTENSION vector`` runs in migration 0001.
+Secrets Manager and rotated. ``CREATE EXTENSION vector`` runs in migrations/0001_schema.sql.
 """
 
 from aws_cdk import Duration, RemovalPolicy, Stack

@@ -224,7 +224,7 @@ def test_a_full_batch_is_accepted(writes: Writes) -> None:
     ({"payload": {"n": float("nan")}}, r"events\[0\]: field 'payload': .*finite"),
     ({"payload": _nested(MAX_JSON_DEPTH + 1)}, r"events\[0\]: field 'payload': .*nested"),
     ({"payload": []}, r"events\[0\]: field 'payload': Input should be a valid dictionary"),
-    ({"occurred_at": "2025-01-01T00:00:00"}, r"events\[0\]: field 'occurred_at': .*timezone"),
+    ({"occurred_at": "2025-01-01T00:00:00"}, r"events\[0\]: field 'occurred_at': .*time zone"),
     ({"subject_id": "a\nb"}, r"events\[0\]: field 'subject_id': .*control"),
     ({"kind": " "}, r"events\[0\]: field 'kind': .*blank"),
     ({"colour": "red"}, r"events\[0\]: field 'colour': Extra inputs are not permitted"),

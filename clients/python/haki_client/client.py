@@ -275,7 +275,7 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 Call = tuple[Operation, dict[str, Any]]
-#: A moment as a query parameter: an aware ``datetime``, or ISO 8601 text with a time zone.
+#: A moment as a query parameter: an aware ``datetime``, or RFC 3339 text with a time zone.
 Moment = datetime | str
 EventLike = EventIn | Mapping[str, Any]
 FactLike = FactIn | Mapping[str, Any]

@@ -377,7 +377,7 @@ class ContextPacket(ContextPacketModel):
 class ContextResponse(ContextResponseModel):
     block: str | None = None
     """
-    The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+    The packet as the prompt-ready <haki_memory> block: every memory text on one line, without control or invisible format characters, its angle brackets and their look-alikes replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
     """
     packet: ContextPacket
     token_count: int

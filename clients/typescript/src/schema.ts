@@ -429,7 +429,7 @@ export interface components {
         ContextResponse: {
             /**
              * Block
-             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, without control or invisible format characters, its angle brackets and their look-alikes replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
              */
             block?: string;
             packet: components["schemas"]["ContextPacket"];
@@ -1036,9 +1036,9 @@ export interface operations {
                 /** @description why the packet was empty; served: calls whose packet was not */
                 empty_reason?: ("no_memory" | "no_relevant_memory" | "all_filtered") | "served" | null;
                 purpose?: string | null;
-                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 since?: string | null;
-                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 until?: string | null;
                 cursor?: string | null;
                 limit?: number;

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 #: call whose 16,000 query characters are all written as escaped surrogate pairs (12 bytes
 #: each, ~192 KB).
 BODY_BYTES = 256 * 1024
-#: Largest body of the batch write routes (100 records; ``haki.memory.api.MAX_BODY_BYTES``,
-#: which a test keeps equal).
+#: Largest body of the batch write routes (100 records; ``haki.validation.MAX_BODY_BYTES``,
+#: the largest body parsed at all, which a test keeps equal).
 BATCH_BODY_BYTES = 1024 * 1024
 
 

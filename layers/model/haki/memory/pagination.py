@@ -6,7 +6,6 @@ cursor is URL-safe base64 of that pair; it reveals nothing the caller was not ju
 """
 
 import base64
-import binascii
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -14,12 +13,15 @@ from typing import LiteralString, TypeVar
 from uuid import UUID
 
 from psycopg.rows import dict_row
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from haki.db import Database
 from haki.errors import ValidationFailed
+from haki.models import Timestamp
 
 _PREFIX = "k1."
+#: What a cursor holds: the (timestamp, id) of the last row served.
+_SORT_KEY = TypeAdapter(tuple[Timestamp, UUID])
 
 View = TypeVar("View", bound=BaseModel)
 
@@ -34,10 +36,8 @@ def _unpack(cursor: str) -> list[object]:
     if not cursor.startswith(_PREFIX):
         raise ValueError(cursor)
     body = cursor[len(_PREFIX):]
-    try:
-        key = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-    except (binascii.Error, UnicodeDecodeError) as exc:
-        raise ValueError(cursor) from exc
+    # binascii.Error, UnicodeDecodeError and JSON's errors are all ValueErrors.
+    key = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     if not isinstance(key, list):
         raise ValueError(cursor)
     return key
@@ -51,18 +51,19 @@ def encode_cursor(at: datetime, row_id: UUID) -> str:
 
 
 def decode_cursor(cursor: str | None) -> tuple[datetime | None, UUID | None]:
-    """The sort key after which the page starts; ``(None, None)`` for the first page."""
+    """The sort key after which the page starts; ``(None, None)`` for the first page.
+
+    A cursor is data from the client: anything but the base64 of a JSON pair of strings, an
+    instant with its offset (within the accepted range) and a UUID, is a
+    :class:`ValidationFailed` (422), whatever its types."""
     if cursor is None:
         return None, None
     try:
-        at, row_id = _unpack(cursor)
-        if not isinstance(at, str) or not isinstance(row_id, str):
-            raise ValueError(cursor)
-        parsed = datetime.fromisoformat(at)
-        if parsed.tzinfo is None:
-            raise ValueError(at)
-        return parsed, UUID(row_id)
-    except (ValueError, TypeError) as exc:
+        pair = _unpack(cursor)
+        if not all(isinstance(part, str) for part in pair):
+            raise ValueError("not a pair of strings")
+        return _SORT_KEY.validate_python(pair)
+    except ValueError as exc:  # binascii.Error, UnicodeDecodeError, JSON and Pydantic's too
         raise ValidationFailed(_NOT_A_CURSOR) from exc
 
 
@@ -72,15 +73,17 @@ def encode_text_cursor(key: str) -> str:
 
 
 def decode_text_cursor(cursor: str | None) -> str | None:
-    """The text key after which the page starts; ``None`` for the first page."""
+    """The text key after which the page starts; ``None`` for the first page. A key that is
+    no text PostgreSQL can hold (a NUL, a lone surrogate) is no cursor of ours either."""
     if cursor is None:
         return None
     try:
         (key,) = _unpack(cursor)
-    except ValueError as exc:
+        if not isinstance(key, str) or not key or "\x00" in key:
+            raise ValueError(cursor)
+        key.encode("utf-8")
+    except ValueError as exc:  # also UnicodeEncodeError
         raise ValidationFailed(_NOT_A_CURSOR) from exc
-    if not isinstance(key, str) or not key:
-        raise ValidationFailed(_NOT_A_CURSOR)
     return key
 
 
