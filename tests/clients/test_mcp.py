@@ -23,7 +23,7 @@ HAKI_MCP = str(Path(sys.executable).parent / "haki-mcp")
 #: The service's command line running the same server.
 HAKI_CLI_MCP = [sys.executable, "-m", "haki_local.cli", "mcp"]
 READ_TOOLS = {"recall", "inspect", "list_facts", "list_conflicts"}
-WRITE_TOOLS = {"remember", "record_fact", "forget", "resolve_conflict"}
+WRITE_TOOLS = {"remember", "record_fact", "forget", "resolve_conflict", "feedback"}
 
 
 def without_haki_settings() -> dict[str, str]:

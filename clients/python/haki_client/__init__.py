@@ -38,8 +38,10 @@ from haki_client.errors import (
     UnexpectedResponseError,
     ValidationError,
 )
+from haki_client.handles import cited_ids, handles, resolve_refs
 from haki_client.models import (
     CallDetail,
+    CallFeedback,
     CallPage,
     CallSummary,
     ConflictPage,
@@ -77,6 +79,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "CallDetail",
+    "CallFeedback",
     "CallFilters",
     "CallPage",
     "CallSummary",
@@ -116,6 +119,9 @@ __all__ = [
     "UnexpectedResponseError",
     "ValidationError",
     "__version__",
+    "cited_ids",
     "empty_response",
+    "handles",
     "render",
+    "resolve_refs",
 ]

@@ -46,6 +46,7 @@ from haki_client.errors import (
 )
 from haki_client.models import (
     CallDetail,
+    CallFeedback,
     CallPage,
     ConflictPage,
     ContextPacket,
@@ -70,6 +71,7 @@ from haki_client.models import (
 from haki_client.operations import (
     CALL,
     CONTEXT,
+    FEEDBACK,
     FORGET,
     INSPECT,
     LIST_CALLS,
@@ -258,6 +260,9 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 Call = tuple[Operation, dict[str, Any]]
+#: A feedback's verdict, and who gives it.
+Verdict = Literal["helpful", "unhelpful", "wrong"]
+Source = Literal["agent", "person"]
 #: A moment as a query parameter: an aware ``datetime``, or ISO 8601 text with a time zone.
 Moment = datetime | str
 EventLike = EventIn | Mapping[str, Any]
@@ -331,6 +336,14 @@ class _Routes:
     def get_call(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
         return CALL, {"path": {"trace_id": trace_id}, "query": {
             "project_id": self._scope(project_id), "subject_id": subject_id}}
+
+    def feedback(self, trace_id: UUID | str, subject_id: str, used: Sequence[UUID | str],
+                 missing: Sequence[UUID | str], verdict: str | None, note: str | None,
+                 source: str, project_id: str | None) -> Call:
+        return FEEDBACK, {"path": {"trace_id": trace_id}, "body": {
+            "project_id": self._scope(project_id), "subject_id": subject_id,
+            "used": [str(i) for i in used], "missing": [str(i) for i in missing],
+            "verdict": verdict, "note": note, "source": source}}
 
     def stats_series(self, subject_id: str | None, days: int | None, granularity: str | None,
                      project_id: str | None) -> Call:
@@ -536,6 +549,18 @@ class HakiClient:
         return self._call(*self._routes.get_call(trace_id, subject_id, project_id),
                           timeout=timeout)
 
+    def feedback(self, trace_id: UUID | str, *, subject_id: str,
+                 used: Sequence[UUID | str] = (), missing: Sequence[UUID | str] = (),
+                 verdict: Verdict | None = None, note: str | None = None,
+                 source: Source = "agent", project_id: str | None = None,
+                 timeout: TimeoutLike = None) -> CallFeedback:
+        """``POST /v1/calls/{trace_id}/feedback``: which served items the answer ``used`` and
+        which of the subject's facts or events were ``missing`` (ids; map the handles a model
+        cites with :func:`haki_client.cited_ids`). A repeat from the same ``source``
+        replaces."""
+        return self._call(*self._routes.feedback(trace_id, subject_id, used, missing, verdict,
+                                                 note, source, project_id), timeout=timeout)
+
     def list_events(self, subject_id: str, *, cursor: str | None = None,
                     limit: int | None = None, project_id: str | None = None,
                     timeout: TimeoutLike = None) -> EventPage:
@@ -723,6 +748,15 @@ class AsyncHakiClient:
                        timeout: TimeoutLike = None) -> CallDetail:
         return await self._call(*self._routes.get_call(trace_id, subject_id, project_id),
                                 timeout=timeout)
+
+    async def feedback(self, trace_id: UUID | str, *, subject_id: str,
+                       used: Sequence[UUID | str] = (), missing: Sequence[UUID | str] = (),
+                       verdict: Verdict | None = None, note: str | None = None,
+                       source: Source = "agent", project_id: str | None = None,
+                       timeout: TimeoutLike = None) -> CallFeedback:
+        return await self._call(*self._routes.feedback(
+            trace_id, subject_id, used, missing, verdict, note, source, project_id),
+            timeout=timeout)
 
     async def list_events(self, subject_id: str, *, cursor: str | None = None,
                           limit: int | None = None, project_id: str | None = None,

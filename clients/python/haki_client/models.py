@@ -11,6 +11,19 @@ from haki_client._base import ContextPacketModel, ContextResponseModel, Model
 from pydantic import AwareDatetime, ConfigDict
 
 
+class CallFeedback(Model):
+    """
+    Feedback on a context call, one per source (``POST /v1/calls/{trace_id}/feedback``).
+    """
+
+    missing: list[UUID]
+    note: str | None
+    source: Literal["agent", "person"]
+    updated_at: AwareDatetime
+    used: list[UUID]
+    verdict: Literal["helpful", "unhelpful", "wrong"] | None
+
+
 class CallSummary(Model):
     """
     One context call as the listing shows it: what was asked and what was served, without
@@ -181,6 +194,24 @@ class FactsRequest(Model):
 
 class FactsResponse(Model):
     facts: list[FactWritten]
+
+
+class FeedbackRequest(Model):
+    """
+    ``POST /v1/calls/{trace_id}/feedback``: what the answer to a call used, and what the
+    call should have served. A repeat from the same ``source`` replaces the previous one.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    missing: list[UUID] | None = None
+    note: str | None = None
+    project_id: str
+    source: Literal["agent", "person"] = "agent"
+    subject_id: str
+    used: list[UUID] | None = None
+    verdict: Literal["helpful", "unhelpful", "wrong"] | None = None
 
 
 class ForgetRequest(Model):
@@ -403,6 +434,7 @@ class InspectResponse(Model):
     budget_tokens: int
     created_at: AwareDatetime
     decisions: list[TraceDecision]
+    feedback: list[CallFeedback] | None = None
     packet: ContextPacket
     project_id: str
     purpose: str | None

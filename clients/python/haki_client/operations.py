@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from haki_client.models import (
     CallDetail,
+    CallFeedback,
     CallPage,
     ConflictPage,
     ContextRequest,
@@ -23,6 +24,7 @@ from haki_client.models import (
     FactsResponse,
     FactStatusRequest,
     FactStatusResponse,
+    FeedbackRequest,
     ForgetRequest,
     ForgetResponse,
     InspectResponse,
@@ -62,6 +64,9 @@ LIST_CALLS = Operation("GET", "/v1/calls", CallPage, query=(
     "project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose", "since",
     "until", "cursor", "limit"))
 CALL = Operation("GET", "/v1/calls/{trace_id}", CallDetail, query=("project_id", "subject_id"))
+# A repeat from the same source replaces the feedback: safe to send again.
+FEEDBACK = Operation("POST", "/v1/calls/{trace_id}/feedback", CallFeedback,
+                     request=FeedbackRequest)
 STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
@@ -89,4 +94,5 @@ FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
     LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
+    FEEDBACK,
 )

@@ -18,7 +18,8 @@ import {
 } from "./errors.js";
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
-  CallDetail, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery, ContextRequest,
+  CallDetail, CallFeedback, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery,
+  ContextRequest, FeedbackRequest,
   ContextResponse, ContextResult, EventIn, EventPage, EventsQuery, EventsResponse, EventWritten,
   FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest, FactStatusResponse,
   FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery, InspectResponse,
@@ -193,6 +194,16 @@ export class HakiClient {
    * candidate and the rendered block. */
   getCall(traceId: string, query: InProject<CallQuery>): Promise<CallDetail> {
     return this.call(OPERATIONS.call, { path: { trace_id: traceId }, query: this.inProject(query) });
+  }
+
+  /** `POST /v1/calls/{trace_id}/feedback`: which served items the answer `used` and which of
+   * the subject's facts or events were `missing` (ids; `citedIds` maps the handles a model
+   * cites). A repeat from the same `source` replaces. */
+  feedback(traceId: string, request: InProject<FeedbackRequest>): Promise<CallFeedback> {
+    return this.call(OPERATIONS.feedback, {
+      path: { trace_id: traceId },
+      body: { ...request, project_id: request.project_id ?? this.projectId },
+    });
   }
 
   /** `GET /v1/events`: a page of the subject's episodes; pass `next_cursor` on. */

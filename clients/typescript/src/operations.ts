@@ -38,6 +38,11 @@ export const OPERATIONS = {
     method: "GET", path: "/v1/calls/{trace_id}", query: ["project_id", "subject_id"],
     body: false, idempotent: true,
   },
+  // A repeat from the same source replaces the feedback: safe to send again.
+  feedback: {
+    method: "POST", path: "/v1/calls/{trace_id}/feedback", query: [], body: true,
+    idempotent: true,
+  },
   statsSeries: {
     method: "GET", path: "/v1/stats/series",
     query: ["project_id", "subject_id", "days", "granularity"], body: false, idempotent: true,

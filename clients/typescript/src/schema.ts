@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calls/{trace_id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Tell which served items the answer used and which memory was missing */
+        post: operations["giveFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conflicts": {
         parameters: {
             query?: never;
@@ -228,6 +245,30 @@ export interface components {
                 [key: string]: string;
             };
             trace: components["schemas"]["InspectResponse"];
+        };
+        /**
+         * CallFeedback
+         * @description Feedback on a context call, one per source (``POST /v1/calls/{trace_id}/feedback``).
+         */
+        CallFeedback: {
+            /** Missing */
+            missing: string[];
+            /** Note */
+            note: string | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "agent" | "person";
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Used */
+            used: string[];
+            /** Verdict */
+            verdict: ("helpful" | "unhelpful" | "wrong") | null;
         };
         /** CallPage */
         CallPage: {
@@ -630,6 +671,31 @@ export interface components {
             facts: components["schemas"]["FactWritten"][];
         };
         /**
+         * FeedbackRequest
+         * @description ``POST /v1/calls/{trace_id}/feedback``: what the answer to a call used, and what the
+         *     call should have served. A repeat from the same ``source`` replaces the previous one.
+         */
+        FeedbackRequest: {
+            /** Missing */
+            missing?: string[];
+            /** Note */
+            note?: string | null;
+            /** Project Id */
+            project_id: string;
+            /**
+             * Source
+             * @default agent
+             * @enum {string}
+             */
+            source: "agent" | "person";
+            /** Subject Id */
+            subject_id: string;
+            /** Used */
+            used?: string[];
+            /** Verdict */
+            verdict?: ("helpful" | "unhelpful" | "wrong") | null;
+        };
+        /**
          * ForgetRequest
          * @description Forget one subject or one fact: ``disable`` stops serving it (reversible), ``enable``
          *     serves it again, ``delete`` erases the rows (right to erasure) and returns a receipt.
@@ -682,6 +748,8 @@ export interface components {
             created_at: string;
             /** Decisions */
             decisions: components["schemas"]["TraceDecision"][];
+            /** Feedback */
+            feedback?: components["schemas"]["CallFeedback"][];
             packet: components["schemas"]["ContextPacket"];
             /** Project Id */
             project_id: string;
@@ -1069,6 +1137,117 @@ export interface operations {
                 };
             };
             /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    giveFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description trace_id returned by POST /v1/context; any other text is an unknown trace (404) */
+                trace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "missing": [],
+                 *       "project_id": "acme-support",
+                 *       "source": "agent",
+                 *       "subject_id": "user-42",
+                 *       "used": [
+                 *         "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+                 *       ],
+                 *       "verdict": "helpful"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FeedbackRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallFeedback"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description trace_not_found: Unknown trace id, or one of another scope (the same answer: no existence leak) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 256 KiB (262144 bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); invalid_feedback_ids: Feedback names ids it cannot: `used` ids the call did not serve, or `missing` ids that are no fact or event of the call's subject (another subject's or project's ids get the same answer as unknown ones). The message names them */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -22,6 +22,9 @@ export type SeriesPoint = Schemas["SeriesPoint"];
 export type CallSummary = Schemas["CallSummary"];
 export type CallPage = Schemas["CallPage"];
 export type CallDetail = Schemas["CallDetail"];
+/** Feedback on a call: `used` and `missing` ids (default none), `source` "agent" by default. */
+export type FeedbackRequest = Defaulted<Schemas["FeedbackRequest"], "source">;
+export type CallFeedback = Schemas["CallFeedback"];
 export type EventView = Schemas["EventView"];
 export type EventPage = Schemas["EventPage"];
 
