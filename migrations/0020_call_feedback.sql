@@ -50,8 +50,9 @@ GRANT SELECT, INSERT, DELETE ON call_feedback TO haki_app;
 GRANT UPDATE (used, missing, verdict, note, updated_at) ON call_feedback TO haki_app;
 GRANT SELECT (project_id, subject_id, trace_id, call_created_at, source, used, missing, verdict,
               updated_at) ON call_feedback TO haki_stats;
--- The share of served items used counts episodes served as well as facts.
-GRANT SELECT (episodes_served) ON context_calls TO haki_stats;
+-- The share of served items used counts episodes served as well as facts; a call is joined
+-- with its feedback by its id.
+GRANT SELECT (trace_id, episodes_served) ON context_calls TO haki_stats;
 
 -- Rollups gain the feedback of the hour's calls (a call counts once, whatever its sources:
 -- its used and missing ids are the union of theirs).

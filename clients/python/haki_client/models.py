@@ -309,11 +309,16 @@ class SeriesPoint(Model):
 
     calls: int
     calls_with_facts: int
+    calls_with_feedback: int
+    calls_with_missing: int
     injection_rate: float | None
+    items_used: int
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     start: AwareDatetime
+    tokens_per_used_item: float | None
     tokens_served: int
+    used_share: float | None
 
 
 class StatsOverview(Model):

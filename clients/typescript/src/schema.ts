@@ -888,8 +888,14 @@ export interface components {
             calls: number;
             /** Calls With Facts */
             calls_with_facts: number;
+            /** Calls With Feedback */
+            calls_with_feedback: number;
+            /** Calls With Missing */
+            calls_with_missing: number;
             /** Injection Rate */
             injection_rate: number | null;
+            /** Items Used */
+            items_used: number;
             /** Latency P50 Ms */
             latency_p50_ms: number | null;
             /** Latency P95 Ms */
@@ -899,8 +905,12 @@ export interface components {
              * Format: date-time
              */
             start: string;
+            /** Tokens Per Used Item */
+            tokens_per_used_item: number | null;
             /** Tokens Served */
             tokens_served: number;
+            /** Used Share */
+            used_share: number | null;
         };
         /**
          * StatsOverview
