@@ -75,6 +75,9 @@ def get_calls(
     empty_reason: Annotated[EmptyReason | Literal["served"] | None, Query(
         description="why the packet was empty; served: calls whose packet was not")] = None,
     purpose: _LABEL = None,
+    feedback: Annotated[Literal["any", "missing"] | None, Query(
+        description="any: calls with feedback; missing: calls whose feedback names memory "
+                    "that should have been served")] = None,
     since: _INSTANT = None,
     until: _INSTANT = None,
     cursor: CursorQuery = None,
@@ -84,8 +87,8 @@ def get_calls(
     log_scope(scope, subject_id)
     request = parse(CallListRequest, {
         "project_id": project_id, "subject_id": subject_id, "q": q, "status": status,
-        "warning": warning, "empty_reason": empty_reason, "purpose": purpose, "since": since,
-        "until": until, "cursor": cursor, "limit": limit})
+        "warning": warning, "empty_reason": empty_reason, "purpose": purpose,
+        "feedback": feedback, "since": since, "until": until, "cursor": cursor, "limit": limit})
     return list_calls(reader or db, scope, request)
 
 

@@ -44,6 +44,20 @@ def test_feedback_is_answered_listed_and_refused_with_stable_codes(
                        path_params={"trace_id": trace_id}, query=scope)
     assert inspected.json["feedback"] == [stored.json]
 
+    def listed(feedback: str) -> list[tuple[str, int]]:
+        page = invoke("inspect", "GET", "/v1/calls", key=api_key,
+                      query={"project_id": project_id, "feedback": feedback})
+        return [(c["trace_id"], c["missing_reported"]) for c in page.json["calls"]]
+
+    assert listed("any") == [(trace_id, 0)] and listed("missing") == []
+    later = invoke("ingest", "POST", "/v1/facts", key=api_key, body={
+        "project_id": project_id, "facts": [{"subject_id": "alice", "predicate": "pet",
+                                             "value": "a cat"}]})
+    lyon = later.json["facts"][0]["id"]
+    assert _feedback(invoke, api_key, trace_id, {**scope, "source": "person",
+                                                 "missing": [lyon]}).status == 200
+    assert listed("missing") == [(trace_id, 1)]
+
     stranger = str(uuid.uuid4())
     refused = _feedback(invoke, api_key, trace_id, {**scope, "missing": [stranger]})
     assert (refused.status, refused.json["error"]["code"]) == (422, "invalid_feedback_ids")

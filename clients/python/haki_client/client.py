@@ -416,6 +416,8 @@ class CallFilters(TypedDict, total=False):
     #: Why the packet was empty; ``served``: calls whose packet was not.
     empty_reason: Literal["no_memory", "no_relevant_memory", "all_filtered", "served"]
     purpose: str
+    #: ``any``: calls with feedback; ``missing``: calls whose feedback names missing memory.
+    feedback: Literal["any", "missing"]
     #: Calls made at or after / before this moment (aware ``datetime`` or ISO 8601 text).
     since: Moment
     until: Moment

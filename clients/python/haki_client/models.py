@@ -37,6 +37,7 @@ class CallSummary(Model):
     episodes_served: int
     facts_served: int
     latency_ms: float
+    missing_reported: int
     purpose: str | None
     query: str
     status: Literal["ok", "degraded"]

@@ -61,8 +61,8 @@ STATS_OVERVIEW = Operation("GET", "/v1/stats/overview", StatsOverview,
                            query=("project_id", "subject_id"))
 # The console's reads of past calls, usage over time, and a subject's episodes.
 LIST_CALLS = Operation("GET", "/v1/calls", CallPage, query=(
-    "project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose", "since",
-    "until", "cursor", "limit"))
+    "project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose", "feedback",
+    "since", "until", "cursor", "limit"))
 CALL = Operation("GET", "/v1/calls/{trace_id}", CallDetail, query=("project_id", "subject_id"))
 # A repeat from the same source replaces the feedback: safe to send again.
 FEEDBACK = Operation("POST", "/v1/calls/{trace_id}/feedback", CallFeedback,

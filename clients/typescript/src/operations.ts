@@ -31,7 +31,7 @@ export const OPERATIONS = {
   listCalls: {
     method: "GET", path: "/v1/calls",
     query: ["project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose",
-      "since", "until", "cursor", "limit"],
+      "feedback", "since", "until", "cursor", "limit"],
     body: false, idempotent: true,
   },
   call: {

@@ -300,6 +300,8 @@ export interface components {
             facts_served: number;
             /** Latency Ms */
             latency_ms: number;
+            /** Missing Reported */
+            missing_reported: number;
             /** Purpose */
             purpose: string | null;
             /** Query */
@@ -1026,6 +1028,8 @@ export interface operations {
                 /** @description why the packet was empty; served: calls whose packet was not */
                 empty_reason?: ("no_memory" | "no_relevant_memory" | "all_filtered") | "served" | null;
                 purpose?: string | null;
+                /** @description any: calls with feedback; missing: calls whose feedback names memory that should have been served */
+                feedback?: ("any" | "missing") | null;
                 /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
                 since?: string | null;
                 /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */

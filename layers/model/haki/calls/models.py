@@ -42,6 +42,8 @@ class CallListRequest(_Scoped):
     #: Why the packet was empty; ``served`` keeps the calls whose packet was not.
     empty_reason: EmptyReason | Literal["served"] | None = None
     purpose: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
+    #: Calls with feedback (``any``), or whose feedback names missing memory (``missing``).
+    feedback: Literal["any", "missing"] | None = None
     #: Calls made at or after this instant.
     since: Timestamp | None = None
     #: Calls made before this instant.
@@ -74,6 +76,9 @@ class CallSummary(_Body):
     candidates: int
     latency_ms: float
     created_at: datetime
+    #: How many of the subject's facts and events its feedback says were missing (0: none
+    #: reported, or no feedback).
+    missing_reported: int
 
 
 class CallPage(_Body):
