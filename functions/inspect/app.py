@@ -1,7 +1,7 @@
 """``GET /v1/inspect/{trace_id}``: a past context call and every decision it took;
 ``GET /v1/calls`` and ``GET /v1/calls/{trace_id}``: the project's calls as the console lists
 and draws them; ``POST /v1/calls/{trace_id}/feedback``: what the answer used, and what was
-missing.
+missing; ``GET /v1/eval-set``: the calls with feedback as a labelled set.
 
 An unknown trace id and one of another scope get the same 404, so nothing tells a caller
 whether another tenant's trace exists.
@@ -16,6 +16,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from haki.assembler.config import RetrievalConfig
 from haki.assembler.trace import load_trace, parse_trace_id
 from haki.calls import CallDetail, CallListRequest, CallPage, call_detail, list_calls
+from haki.calls.evalset import (
+    DEFAULT_EXPORT_CALLS,
+    MAX_EXPORT_CALLS,
+    EvalSet,
+    EvalSetRequest,
+    export_eval_set,
+)
 from haki.calls.feedback import give_feedback
 from haki.calls.models import MAX_LABEL_CHARS, MAX_SEARCH_CHARS, FeedbackRequest
 from haki.db import Role
@@ -114,6 +121,24 @@ def post_feedback(trace_id: _TRACE_ID, request: FeedbackRequest) -> CallFeedback
     # Never the note (tenant content), nor the ids: the scope and the call.
     log_scope(scope, request.subject_id, trace_id=str(trace))
     return give_feedback(db, scope, trace, request)
+
+
+@app.get("/v1/eval-set",
+         summary="The project's calls with feedback as a labelled set that haki eval reads")
+@traced
+def get_eval_set(
+    project_id: ScopeQuery,
+    since: _INSTANT = None,
+    until: _INSTANT = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_EXPORT_CALLS,
+                                description="calls at most (the newest of the window)")]
+    = DEFAULT_EXPORT_CALLS,
+) -> EvalSet:
+    scope = key_scope(app, project_id)
+    log_scope(scope, None)
+    request = parse(EvalSetRequest, {"project_id": project_id, "since": since, "until": until,
+                                     "limit": limit})
+    return export_eval_set(reader or db, scope, request)
 
 
 @api_entry

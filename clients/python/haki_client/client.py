@@ -52,6 +52,7 @@ from haki_client.models import (
     ContextPacket,
     ContextResponse,
     Error,
+    EvalSet,
     EventIn,
     EventPage,
     EventsResponse,
@@ -71,6 +72,7 @@ from haki_client.models import (
 from haki_client.operations import (
     CALL,
     CONTEXT,
+    EVAL_SET,
     FEEDBACK,
     FORGET,
     INSPECT,
@@ -345,6 +347,12 @@ class _Routes:
             "used": [str(i) for i in used], "missing": [str(i) for i in missing],
             "verdict": verdict, "note": note, "source": source}}
 
+    def eval_set(self, since: Moment | None, until: Moment | None, limit: int | None,
+                 project_id: str | None) -> Call:
+        return EVAL_SET, {"query": {"project_id": self._scope(project_id),
+                                    "since": _moment(since), "until": _moment(until),
+                                    "limit": limit}}
+
     def stats_series(self, subject_id: str | None, days: int | None, granularity: str | None,
                      project_id: str | None) -> Call:
         return STATS_SERIES, {"query": {
@@ -563,6 +571,14 @@ class HakiClient:
         return self._call(*self._routes.feedback(trace_id, subject_id, used, missing, verdict,
                                                  note, source, project_id), timeout=timeout)
 
+    def eval_set(self, *, since: Moment | None = None, until: Moment | None = None,
+                 limit: int | None = None, project_id: str | None = None,
+                 timeout: TimeoutLike = None) -> EvalSet:
+        """``GET /v1/eval-set``: the project's calls with feedback as a labelled set; write
+        ``answer.model_dump_json()`` to a file and run ``haki eval`` on it."""
+        return self._call(*self._routes.eval_set(since, until, limit, project_id),
+                          timeout=timeout)
+
     def list_events(self, subject_id: str, *, cursor: str | None = None,
                     limit: int | None = None, project_id: str | None = None,
                     timeout: TimeoutLike = None) -> EventPage:
@@ -759,6 +775,12 @@ class AsyncHakiClient:
         return await self._call(*self._routes.feedback(
             trace_id, subject_id, used, missing, verdict, note, source, project_id),
             timeout=timeout)
+
+    async def eval_set(self, *, since: Moment | None = None, until: Moment | None = None,
+                       limit: int | None = None, project_id: str | None = None,
+                       timeout: TimeoutLike = None) -> EvalSet:
+        return await self._call(*self._routes.eval_set(since, until, limit, project_id),
+                                timeout=timeout)
 
     async def list_events(self, subject_id: str, *, cursor: str | None = None,
                           limit: int | None = None, project_id: str | None = None,

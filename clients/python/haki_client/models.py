@@ -133,6 +133,35 @@ class EventsResponse(Model):
     events: list[EventWritten]
 
 
+class ExportedConflict(Model):
+    fact_ids: list[UUID]
+    id: UUID
+    project_id: str
+    reason: str | None
+    status: str = "open"
+    subject_id: str
+
+
+class ExportedEvent(Model):
+    id: UUID
+    kind: str
+    occurred_at: AwareDatetime
+    payload: dict[str, Any]
+    project_id: str
+    subject_id: str
+
+
+class ExportedQuery(Model):
+    budget_tokens: int
+    category: str | None
+    expected_event_ids: list[UUID]
+    expected_fact_ids: list[UUID]
+    project_id: str
+    purpose: str | None
+    query: str
+    subject_id: str
+
+
 class FactIn(Model):
     model_config = ConfigDict(
         extra="forbid",
@@ -146,6 +175,31 @@ class FactIn(Model):
     valid_from: AwareDatetime | None = None
     valid_to: AwareDatetime | None = None
     value: Any
+    volatility: Literal["stable", "slow", "volatile", "ephemeral"] = "stable"
+
+
+class FactRecord(Model):
+    """
+    A fact to store. ``id`` is generated when absent; an existing id is updated (upsert).
+    """
+
+    confidence: float | None = None
+    id: UUID | None = None
+    last_reinforced_at: AwareDatetime | None = None
+    predicate: str
+    project_id: str
+    qualifiers: dict[str, Any] | None = None
+    recorded_from: AwareDatetime | None = None
+    source_event_ids: list[UUID] | None = None
+    status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"] = (
+        "active"
+    )
+    subject_id: str
+    supersedes_id: UUID | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    value: Any
+    version: int = 1
     volatility: Literal["stable", "slow", "volatile", "ephemeral"] = "stable"
 
 
@@ -404,6 +458,17 @@ class ContextResponse(ContextResponseModel):
 
 class Error(Model):
     error: ErrorDetail
+
+
+class EvalSet(Model):
+    """
+    A labelled set: what ``haki eval FILE`` reads.
+    """
+
+    conflicts: list[ExportedConflict]
+    events: list[ExportedEvent]
+    facts: list[FactRecord]
+    queries: list[ExportedQuery]
 
 
 class EventPage(Model):

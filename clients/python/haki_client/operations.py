@@ -16,6 +16,7 @@ from haki_client.models import (
     ConflictPage,
     ContextRequest,
     ContextResponse,
+    EvalSet,
     EventPage,
     EventsRequest,
     EventsResponse,
@@ -67,6 +68,9 @@ CALL = Operation("GET", "/v1/calls/{trace_id}", CallDetail, query=("project_id",
 # A repeat from the same source replaces the feedback: safe to send again.
 FEEDBACK = Operation("POST", "/v1/calls/{trace_id}/feedback", CallFeedback,
                      request=FeedbackRequest)
+# The calls with feedback as a labelled set (haki eval's format).
+EVAL_SET = Operation("GET", "/v1/eval-set", EvalSet,
+                     query=("project_id", "since", "until", "limit"))
 STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
@@ -94,5 +98,5 @@ FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
     LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
-    FEEDBACK,
+    FEEDBACK, EVAL_SET,
 )

@@ -19,7 +19,7 @@ import {
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
   CallDetail, CallFeedback, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery,
-  ContextRequest, FeedbackRequest,
+  ContextRequest, EvalSet, EvalSetQuery, FeedbackRequest,
   ContextResponse, ContextResult, EventIn, EventPage, EventsQuery, EventsResponse, EventWritten,
   FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest, FactStatusResponse,
   FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery, InspectResponse,
@@ -203,6 +203,15 @@ export class HakiClient {
     return this.call(OPERATIONS.feedback, {
       path: { trace_id: traceId },
       body: { ...request, project_id: request.project_id ?? this.projectId },
+    });
+  }
+
+  /** `GET /v1/eval-set`: the project's calls with feedback as a labelled set (write it as
+   * JSON and run `haki eval` on it). */
+  evalSet(query: EvalSetQuery = {}): Promise<EvalSet> {
+    const { since, until, ...rest } = query;
+    return this.call(OPERATIONS.evalSet, {
+      query: this.inProject({ ...rest, since: iso(since), until: iso(until) }),
     });
   }
 

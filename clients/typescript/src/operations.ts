@@ -43,6 +43,11 @@ export const OPERATIONS = {
     method: "POST", path: "/v1/calls/{trace_id}/feedback", query: [], body: true,
     idempotent: true,
   },
+  // The calls with feedback as a labelled set (haki eval's format).
+  evalSet: {
+    method: "GET", path: "/v1/eval-set", query: ["project_id", "since", "until", "limit"],
+    body: false, idempotent: true,
+  },
   statsSeries: {
     method: "GET", path: "/v1/stats/series",
     query: ["project_id", "subject_id", "days", "granularity"], body: false, idempotent: true,

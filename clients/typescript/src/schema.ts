@@ -106,6 +106,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/eval-set": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's calls with feedback as a labelled set that haki eval reads */
+        get: operations["exportEvalSet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/events": {
         parameters: {
             query?: never;
@@ -452,6 +469,20 @@ export interface components {
             message: string;
         };
         /**
+         * EvalSet
+         * @description A labelled set: what ``haki eval FILE`` reads.
+         */
+        EvalSet: {
+            /** Conflicts */
+            conflicts: components["schemas"]["ExportedConflict"][];
+            /** Events */
+            events: components["schemas"]["ExportedEvent"][];
+            /** Facts */
+            facts: components["schemas"]["FactRecord"][];
+            /** Queries */
+            queries: components["schemas"]["ExportedQuery"][];
+        };
+        /**
          * EventIn
          * @description An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
          *     idempotent: a replay returns the original id and writes nothing.
@@ -533,6 +564,69 @@ export interface components {
             /** Events */
             events: components["schemas"]["EventWritten"][];
         };
+        /** ExportedConflict */
+        ExportedConflict: {
+            /** Fact Ids */
+            fact_ids: string[];
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Project Id */
+            project_id: string;
+            /** Reason */
+            reason: string | null;
+            /**
+             * Status
+             * @default open
+             */
+            status: string;
+            /** Subject Id */
+            subject_id: string;
+        };
+        /** ExportedEvent */
+        ExportedEvent: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Kind */
+            kind: string;
+            /**
+             * Occurred At
+             * Format: date-time
+             */
+            occurred_at: string;
+            /** Payload */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** Project Id */
+            project_id: string;
+            /** Subject Id */
+            subject_id: string;
+        };
+        /** ExportedQuery */
+        ExportedQuery: {
+            /** Budget Tokens */
+            budget_tokens: number;
+            /** Category */
+            category: string | null;
+            /** Expected Event Ids */
+            expected_event_ids: string[];
+            /** Expected Fact Ids */
+            expected_fact_ids: string[];
+            /** Project Id */
+            project_id: string;
+            /** Purpose */
+            purpose: string | null;
+            /** Query */
+            query: string;
+            /** Subject Id */
+            subject_id: string;
+        };
         /** FactIn */
         FactIn: {
             /** Confidence */
@@ -570,6 +664,57 @@ export interface components {
             facts: components["schemas"]["FactView"][];
             /** Next Cursor */
             next_cursor: string | null;
+        };
+        /**
+         * FactRecord
+         * @description A fact to store. ``id`` is generated when absent; an existing id is updated (upsert).
+         */
+        FactRecord: {
+            /** Confidence */
+            confidence?: number | null;
+            /** Id */
+            id?: string | null;
+            /** Last Reinforced At */
+            last_reinforced_at?: string | null;
+            /** Predicate */
+            predicate: string;
+            /** Project Id */
+            project_id: string;
+            /** Qualifiers */
+            qualifiers?: {
+                [key: string]: unknown;
+            };
+            /** Recorded From */
+            recorded_from?: string | null;
+            /** Source Event Ids */
+            source_event_ids?: string[];
+            /**
+             * Status
+             * @default active
+             * @enum {string}
+             */
+            status: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+            /** Subject Id */
+            subject_id: string;
+            /** Supersedes Id */
+            supersedes_id?: string | null;
+            /** Valid From */
+            valid_from?: string | null;
+            /** Valid To */
+            valid_to?: string | null;
+            /** Value */
+            value: unknown;
+            /**
+             * Version
+             * @default 1
+             */
+            version: number;
+            /**
+             * Volatility
+             * @default stable
+             * @enum {string}
+             */
+            volatility: "stable" | "slow" | "volatile" | "ephemeral";
         };
         /** FactStatusRequest */
         FactStatusRequest: {
@@ -1544,6 +1689,79 @@ export interface operations {
                 };
             };
             /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); budget_exceeded: `budget_tokens` is not a positive integer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportEvalSet: {
+        parameters: {
+            query: {
+                project_id: string;
+                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                since?: string | null;
+                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                until?: string | null;
+                /** @description calls at most (the newest of the window) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalSet"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
             422: {
                 headers: {
                     [name: string]: unknown;

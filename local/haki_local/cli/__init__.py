@@ -18,7 +18,8 @@ from haki.settings import get_settings
 from haki_local.embedded import use_embedded_database
 
 #: Sub-modules of this package that contribute commands (each has ``register(subparsers)``).
-COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "mcp")
+COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "evalset",
+                   "mcp")
 
 #: The examples each sub-command's ``--help`` ends with.
 EXAMPLES = {
@@ -38,6 +39,8 @@ EXAMPLES = {
     "stats": ["haki stats aggregate"],
     "openapi": ["haki openapi"],
     "eval": ["haki eval tests/data/eval_bilingual.json --budget 900,2000"],
+    "eval-set": ["haki eval-set export --project acme-support --since 2026-12-01 "
+                 "--out traces.json", "haki eval traces.json --budget 400,900"],
 }
 
 

@@ -1,7 +1,7 @@
 """Requests and responses of ``GET /v1/calls`` and ``GET /v1/calls/{trace_id}``."""
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 from uuid import UUID
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -31,7 +31,22 @@ MAX_SEARCH_CHARS = 200
 MAX_LABEL_CHARS = 128
 
 
-class CallListRequest(_Scoped):
+class CallWindow(_Scoped):
+    """A request over the calls made in a window of time."""
+
+    #: Calls made at or after this instant.
+    since: Timestamp | None = None
+    #: Calls made before this instant.
+    until: Timestamp | None = None
+
+    @model_validator(mode="after")
+    def _window(self) -> Self:
+        if self.since and self.until and self.until <= self.since:
+            raise ValueError("until must be later than since")
+        return self
+
+
+class CallListRequest(CallWindow):
     #: One subject's calls only.
     subject_id: ScopeId | None = None
     #: Case-insensitive text the query or the subject id contains.
@@ -44,18 +59,8 @@ class CallListRequest(_Scoped):
     purpose: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
     #: Calls with feedback (``any``), or whose feedback names missing memory (``missing``).
     feedback: Literal["any", "missing"] | None = None
-    #: Calls made at or after this instant.
-    since: Timestamp | None = None
-    #: Calls made before this instant.
-    until: Timestamp | None = None
     cursor: Cursor | None = None
     limit: PageLimit = DEFAULT_PAGE
-
-    @model_validator(mode="after")
-    def _window(self) -> "CallListRequest":
-        if self.since and self.until and self.until <= self.since:
-            raise ValueError("until must be later than since")
-        return self
 
 
 class CallSummary(_Body):
