@@ -79,7 +79,9 @@ def test_ids_are_checked_against_the_call_and_its_subject(
     message = refused.value.message
     assert f"used: not served by this call: {served['unserved']}" in message
     assert f"no fact or event of the call's subject: {served['bobs']}, {stranger}" in message
-    assert str(served["language"]) not in message and str(served["city"]) not in message
+    # Memory the call served cannot be missing from it.
+    assert f"missing: served by this call: {served['city']}" in message
+    assert str(served["language"]) not in message
     assert refused.value.status == 422 and refused.value.code == "invalid_feedback_ids"
     # Nothing was stored.
     assert load_trace(app_db, project_id=project_id, subject_id="alice",
