@@ -12,17 +12,18 @@ import pytest
 
 from haki import stats
 from haki.assembler.trace import load_trace, new_trace_id
-from haki.calls.feedback import give_feedback
+from haki.calls.feedback import LOCK_FACTS, give_feedback
 from haki.calls.models import FeedbackRequest
 from haki.db import Database, Role
-from haki.db.connection import connect
+from haki.db.connection import connect, set_scope
 from haki.errors import ForbiddenScope, InvalidFeedbackIds, TraceNotFound, ValidationFailed
 from haki.memory.api import ForgetRequest
 from haki.memory.forget import forget
+from haki.memory.store import lock_scopes
 from haki.models import CallFeedback
 from haki.validation import parse
-from tests.conftest import acting_as_tenant
-from tests.integration.conftest import Asker, Seeder, blend, unit_vector
+from tests.conftest import acting_as_tenant, tenant_thread
+from tests.integration.conftest import Asker, Seeder, blend, unit_vector, wait_until_blocked_by
 
 Q = unit_vector(11)
 
@@ -179,3 +180,56 @@ def test_feedback_goes_with_its_calls_day_partition(
     finally:
         app.close()
         stats_db.close()
+
+
+def test_an_erasure_that_waits_for_a_feedback_in_flight_cuts_its_fact_out(
+        app_db: Database, project_id: str, served: dict[str, Any],
+        db_urls: dict[Role, str]) -> None:
+    """Feedback written in a transaction still open, naming a fact (locked as the write locks
+    it): erasing that fact waits for it, then removes the id from the committed feedback; and
+    a subject's erasure waits for a feedback in flight, then removes it."""
+    trace = served["trace"]
+    with connect(db_urls[Role.APP]) as holder:
+        holder.execute("BEGIN")
+        set_scope(holder, project_id)
+        holder.execute(LOCK_FACTS, {"project_id": project_id, "subject_id": "alice",
+                                    "ids": [served["unserved"]]})
+        holder.execute(
+            "INSERT INTO call_feedback (project_id, trace_id, call_created_at, source, "
+            "subject_id, used, missing) SELECT project_id, trace_id, created_at, 'agent', "
+            "subject_id, ARRAY[%s::uuid], ARRAY[%s::uuid] FROM context_calls "
+            "WHERE trace_id = %s", (served["language"], served["unserved"], trace))
+        done: list[int] = []
+        thread = tenant_thread(lambda: done.append(forget(app_db, project_id, ForgetRequest(
+            project_id=project_id, fact_id=served["unserved"], mode="delete"))
+            .counts["call_feedback"]))
+        thread.start()
+        wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
+                              "the erasure did not wait for the feedback in flight")
+        holder.execute("COMMIT")
+    thread.join(timeout=60)
+    assert done == [1]
+    (left,) = load_trace(app_db, project_id=project_id, subject_id="alice",
+                         trace_id=trace).feedback
+    assert (left.used, left.missing) == ([served["language"]], [])
+
+    with connect(db_urls[Role.APP]) as holder:
+        holder.execute("BEGIN")
+        set_scope(holder, project_id)
+        lock_scopes(holder, project_id, {"alice"})
+        holder.execute(
+            "INSERT INTO call_feedback (project_id, trace_id, call_created_at, source, "
+            "subject_id, used, missing) SELECT project_id, trace_id, created_at, 'person', "
+            "subject_id, '{}', '{}' FROM context_calls WHERE trace_id = %s", (trace,))
+        erased: list[int] = []
+        thread = tenant_thread(lambda: erased.append(forget(app_db, project_id, ForgetRequest(
+            project_id=project_id, subject_id="alice", mode="delete")).counts["call_feedback"]))
+        thread.start()
+        wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
+                              "the subject's erasure did not wait for the feedback in flight")
+        holder.execute("COMMIT")
+    thread.join(timeout=60)
+    assert erased == [2]
+    with connect(db_urls[Role.OWNER]) as owner:
+        assert owner.execute("SELECT count(*) FROM call_feedback WHERE project_id = %s",
+                             (project_id,)).fetchone() == (0,)
