@@ -5,6 +5,7 @@ or ids over stdio."""
 
 import asyncio
 import uuid
+from datetime import datetime
 
 import pytest
 
@@ -73,6 +74,27 @@ def test_feedback_from_the_sync_and_async_clients(haki_server: Server):
                 ("agent", "helpful"), ("person", "wrong")]
 
     asyncio.run(person())
+
+    # The call, with its feedback, in the project's eval set (sync and async alike).
+    since = answer_time(haki_server, answer.trace_id)
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        exported = haki.eval_set(since=since)
+    (query,) = [q for q in exported.queries if q.query == QUERY]
+    assert query.expected_fact_ids == [answer.packet.facts[0].id]
+    assert query.category == "wrong"  # the person's verdict over the agent's
+
+    async def exported_async() -> None:
+        async with AsyncHakiClient(haki_server.url, haki_server.key,
+                                   project_id=DEMO_PROJECT) as client:
+            assert (await client.eval_set(since=since)).queries == exported.queries
+
+    asyncio.run(exported_async())
+
+
+def answer_time(server: Server, trace_id: object) -> datetime:
+    """The time of a call (from its trace)."""
+    with HakiClient(server.url, server.key, project_id=DEMO_PROJECT) as haki:
+        return haki.inspect(str(trace_id), subject_id=DEMO_SUBJECT).created_at
 
 
 def test_the_mcp_feedback_tool_takes_handles_or_ids(haki_server: Server):

@@ -64,6 +64,10 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(trace.feedback, [stored]);
     assert.deepEqual(await codeOf(client.feedback(answer.trace_id, { subject_id: SUBJECT, missing: ["3fdb9157-2449-4afe-a59b-5c5b0c621f5a"] })), ["invalid_feedback_ids", 422]);
     assert.deepEqual(await codeOf(client.feedback("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", { subject_id: SUBJECT })), ["trace_not_found", 404]);
+    const set = await client.evalSet({ since: new Date(trace.created_at) });
+    const query = set.queries.find((q) => q.expected_fact_ids.includes(used[0]) && q.query === QUERY);
+    assert.ok(query, "the call with feedback is a query of the eval set");
+    assert.equal(query.category, "helpful");
   });
 
   test("errors carry the stable code", async () => {
