@@ -374,7 +374,8 @@ def test_a_key_of_another_project_sees_none_of_it(
     kinds = dict(page.eval_on_selector_all(
         "#chart-grid .chart", "cs => cs.map(c => [c.dataset.chart, c.dataset.kind])"))
     assert kinds == {"calls": "bars", "latency_p50_ms": "line", "injection_rate": "rate",
-                     "tokens_served": "bars"}
+                     "tokens_served": "bars", "used_share": "rate", "calls_with_missing": "bars",
+                     "tokens_per_used_item": "line"}
     ranges = dict(page.eval_on_selector_all(
         "#chart-grid .chart", "cs => cs.map(c => [c.dataset.chart, c.dataset.yRange])"))
     assert ranges["injection_rate"] == "0,1" and ranges["calls"] == "0,1.2"

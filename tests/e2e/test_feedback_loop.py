@@ -85,7 +85,7 @@ def test_calls_feedback_series_export_and_eval(server: Server, client: Client, d
     assert [q["subject_id"] for q in from_cli["queries"]] == [SUBJECT, SUBJECT]
     assert [q["category"] for q in from_cli["queries"]] == ["unhelpful", "helpful"]
 
-    done = subprocess.run([sys.executable, "-m", "haki_local.cli", "eval", str(out)],
+    done = subprocess.run([sys.executable, "-m", "haki_local.cli", "eval", str(out), "--json"],
                           env=haki_env(data_dir), capture_output=True, text=True, timeout=600,
                           check=True)
     report = json.loads(done.stdout)["budgets"]["900"]

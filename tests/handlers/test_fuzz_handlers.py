@@ -69,6 +69,8 @@ BODIES: dict[str, dict[str, Any]] = {
     "/v1/facts/{fact_id}/status": {"status": "disabled"},
     "/v1/conflicts/{conflict_id}/resolve": {"keep_fact_id": _UUID},
     "/v1/forget": {"subject_id": "alice", "mode": "disable"},
+    "/v1/calls/{trace_id}/feedback": {"subject_id": "alice", "used": [_UUID], "missing": [],
+                                      "verdict": "helpful", "note": "ok", "source": "agent"},
 }
 #: The message form of POST /v1/events, drawn half the time.
 MESSAGES = {"subject_id": "alice", "messages": [
@@ -81,7 +83,7 @@ PARAMETERS: dict[str, Any] = {
     "until": "2027-01-01T00:00:00Z", "cursor": _cursor(b'["2026-01-01T00:00:00+00:00", "'
                                                       + _UUID.encode() + b'"]'),
     "limit": "5", "days": "7", "granularity": "hour", "predicate": "city",
-    "trace_id": _UUID, "fact_id": _UUID, "conflict_id": _UUID,
+    "trace_id": _UUID, "fact_id": _UUID, "conflict_id": _UUID, "feedback": "missing",
 }
 
 

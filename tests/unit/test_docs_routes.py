@@ -7,7 +7,8 @@ import re
 from haki_aws.routes import ROUTES
 from tests.tiers import ROOT
 
-NUMBERS = {14: "Fourteen", 15: "Fifteen", 16: "Sixteen", 17: "Seventeen", 18: "Eighteen"}
+NUMBERS = {14: "Fourteen", 15: "Fifteen", 16: "Sixteen", 17: "Seventeen", 18: "Eighteen",
+           19: "Nineteen", 20: "Twenty", 21: "Twenty-one", 22: "Twenty-two"}
 
 
 def _doc(name: str) -> str:
