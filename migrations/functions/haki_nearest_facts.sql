@@ -4,14 +4,25 @@
 -- plan_cache_mode = force_custom_plan: the planner chooses between the HNSW graph and an
 -- exact read of a small scope through facts_scope_idx by its estimate of the scope's size
 -- (facts_scope_stats), which needs the call's actual project and subject; a generic plan would
--- pick one path for every scope. `nearest` is MATERIALIZED so the graph search runs once, on
--- ids and distances only, and the chosen rows are fetched back by ctid.
+-- pick one path for every scope. `scope` is inlined into each reader (NOT MATERIALIZED):
+-- `scanned` orders it by distance, so the planner may search the graph; `exact` does not, so
+-- it never does.
+--
+-- The graph search reads at least p_scan_rows rows, and its p_vector_top_k nearest are kept
+-- exactly: a relaxed iterative scan returns rows in the order it finds them, and one whose
+-- descent ends in a far region of the graph fills a short LIMIT there before it reaches the
+-- question's own neighbours (recall 0 on such a question); reading further lets it get out.
+-- If the search still brings back fewer than p_vector_top_k rows (hnsw.max_scan_tuples reached
+-- before enough rows passed the scope filter: a slice of a large graph, far from the
+-- question), `exact` reads at most p_max_scan_tuples rows of the scope and keeps the nearest:
+-- the arm never comes back short while its scope holds rows. Both are MATERIALIZED so each
+-- runs once, on ids and distances only; the chosen rows are fetched back by ctid.
 CREATE OR REPLACE FUNCTION haki_nearest_facts(
     p_project_id text, p_subject_id text, p_query_vector vector, p_vector_top_k integer,
-    p_use_vector_arm boolean, p_facts_graph text, p_ef_search_min integer,
-    p_ef_search_max integer, p_rows_per_ef integer, p_max_scan_tuples text,
-    p_horizon_slow_seconds double precision, p_horizon_volatile_seconds double precision,
-    p_horizon_ephemeral_seconds double precision)
+    p_scan_rows integer, p_use_vector_arm boolean, p_facts_graph text,
+    p_ef_search_min integer, p_ef_search_max integer, p_rows_per_ef integer,
+    p_max_scan_tuples text, p_horizon_slow_seconds double precision,
+    p_horizon_volatile_seconds double precision, p_horizon_ephemeral_seconds double precision)
 RETURNS TABLE (item text, id uuid, distance double precision, predicate text, value jsonb,
                confidence real, valid_from timestamptz, source_event_ids uuid[],
                volatility text, conflict_open boolean, horizon_passed boolean)
@@ -24,15 +35,35 @@ BEGIN
     PERFORM haki_vector_search('facts', p_facts_graph, p_ef_search_min, p_ef_search_max,
                                p_rows_per_ef, p_max_scan_tuples);
     RETURN QUERY
-    WITH nearest AS MATERIALIZED (
-        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
+    WITH scope AS NOT MATERIALIZED (
+        SELECT f.ctid, f.id, f.embedding
         FROM facts AS f
         WHERE p_use_vector_arm
           AND f.project_id = p_project_id AND f.subject_id = p_subject_id
           AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
+    ),
+    scanned AS MATERIALIZED (
+        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
+        FROM scope AS f
         ORDER BY f.embedding <=> p_query_vector
+        LIMIT greatest(p_vector_top_k, p_scan_rows)
+    ),
+    exact AS MATERIALIZED (
+        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
+        FROM (SELECT * FROM scope AS in_scope
+              WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
+              LIMIT p_max_scan_tuples::integer) AS f
+        ORDER BY distance, f.id
         LIMIT p_vector_top_k
+    ),
+    nearest AS (
+        (SELECT * FROM scanned
+         WHERE NOT EXISTS (SELECT FROM exact)
+         ORDER BY distance, id
+         LIMIT p_vector_top_k)
+        UNION ALL
+        SELECT * FROM exact
     )
     SELECT 'fact'::text, n.id, n.distance, f.predicate, f.value, f.confidence, f.valid_from,
            f.source_event_ids, f.volatility,
@@ -47,8 +78,8 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION haki_nearest_facts(
-    text, text, vector, integer, boolean, text, integer, integer, integer, text,
+    text, text, vector, integer, integer, boolean, text, integer, integer, integer, text,
     double precision, double precision, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_nearest_facts(
-    text, text, vector, integer, boolean, text, integer, integer, integer, text,
+    text, text, vector, integer, integer, boolean, text, integer, integer, integer, text,
     double precision, double precision, double precision) TO haki_app;

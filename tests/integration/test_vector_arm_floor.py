@@ -1,0 +1,112 @@
+"""The vector arm never comes back short while its scope holds rows.
+
+A graph of 3,900 facts: a crowd subject of 3,000 in three tight clusters and a slice subject of
+900 in a fourth, far from them. A question near the crowd, asked of the slice, starts its
+graph search among the crowd: the iterative scan visits crowd rows (filtered out after the
+scan) until its tuple budget (``hnsw_max_scan_tuples``, here 600, as 20,000 is for a slice of a
+large table) is spent, before it reaches a single row of the slice. The arm must still serve
+the slice's nearest facts: the exact ones, since the whole slice fits in that budget.
+"""
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import psycopg
+import pytest
+
+from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
+from haki.db import Database, Role
+from haki.db.connection import connect
+from haki.db.migrate import apply_migrations
+from tests.conftest import acting_as_tenant
+from tests.integration.conftest import Asker, load_facts_graph
+
+PROJECT = "floor"
+DIM = 384
+CROWD, CROWD_SIZE = "crowd", 3_000
+SLICE, SLICE_SIZE = "slice", 900
+DEPTH = 64
+#: Vector arm only, 64 facts deep, and a scan budget the crowd uses up before the slice.
+VECTOR_ONLY: RetrievalConfig = replace(
+    DEFAULT_CONFIG, vector_top_k=DEPTH, use_text_arm=False, use_episodes=False,
+    use_neighbours=False, hnsw_max_scan_tuples=600)
+
+
+def _around(rng: np.random.Generator, centroids: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    v = centroids[picks] + 0.9 * rng.standard_normal((len(picks), DIM)) / np.sqrt(DIM)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def floor_db(fresh_database: Callable[[], dict[Role, str]]
+             ) -> tuple[dict[Role, str], np.ndarray, np.random.Generator]:
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER])
+    rng = np.random.default_rng(7)
+    centroids = rng.standard_normal((4, DIM))
+    centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+    rows = ([(CROWD, v) for v in _around(rng, centroids, rng.integers(1, 4, CROWD_SIZE))]
+            + [(SLICE, v) for v in _around(rng, centroids, np.zeros(SLICE_SIZE, dtype=int))])
+    load_facts_graph(urls[Role.OWNER], PROJECT,
+                     [rows[i] for i in rng.permutation(len(rows))])
+    return urls, centroids, rng
+
+
+def _exact_top(conn: psycopg.Connection, subject: str, query: np.ndarray) -> set[str]:
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_indexscan = off")
+        rows = conn.execute(
+            "SELECT id FROM facts WHERE project_id = %s AND subject_id = %s "
+            "AND status = 'active' ORDER BY embedding <=> %s LIMIT %s",
+            (PROJECT, subject, query, DEPTH)).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def _planned_through_graph(conn: psycopg.Connection, query: np.ndarray) -> bool:
+    plan = conn.execute(
+        "EXPLAIN SELECT id FROM facts WHERE project_id = %s AND subject_id = %s "
+        "AND status = 'active' ORDER BY embedding <=> %s LIMIT %s",
+        (PROJECT, SLICE, query, DEPTH)).fetchall()
+    return any("facts_embedding_hnsw" in line for (line,) in plan)
+
+
+def test_a_slice_searched_from_far_away_gets_its_nearest_facts(
+        floor_db: tuple[dict[Role, str], np.ndarray, np.random.Generator]) -> None:
+    urls, centroids, rng = floor_db
+    db = Database(urls[Role.APP])
+    try:
+        with connect(urls[Role.OWNER]) as owner, acting_as_tenant(urls[Role.OWNER], PROJECT):
+            ask = Asker(db, PROJECT)
+            for query in _around(rng, centroids, np.array([1, 2, 3])):
+                # The graph, not an exact read of the slice: the case this is about.
+                assert _planned_through_graph(owner, query)
+                exact = _exact_top(owner, SLICE, query)
+                result = ask("q", query, subject_id=SLICE, budget=1, config=VECTOR_ONLY)
+                served = {str(r[0]) for r in owner.execute(
+                    "SELECT fact_id FROM context_trace_decisions WHERE trace_id = %s",
+                    (result.response.trace_id,)).fetchall()}
+                assert len(exact) == DEPTH
+                assert served == exact
+    finally:
+        db.close()
+
+
+def test_a_scope_searched_from_nearby_keeps_its_graph_answer(
+        floor_db: tuple[dict[Role, str], np.ndarray, np.random.Generator]) -> None:
+    """The crowd asked near itself: the graph search fills the depth with the nearest
+    facts."""
+    urls, centroids, rng = floor_db
+    db = Database(urls[Role.APP])
+    try:
+        with connect(urls[Role.OWNER]) as owner, acting_as_tenant(urls[Role.OWNER], PROJECT):
+            ask = Asker(db, PROJECT)
+            for query in _around(rng, centroids, np.array([1, 2])):
+                exact = _exact_top(owner, CROWD, query)
+                result = ask("q", query, subject_id=CROWD, budget=1, config=VECTOR_ONLY)
+                served = {str(r[0]) for r in owner.execute(
+                    "SELECT fact_id FROM context_trace_decisions WHERE trace_id = %s",
+                    (result.response.trace_id,)).fetchall()}
+                assert len(served & exact) >= 0.95 * DEPTH
+    finally:
+        db.close()
