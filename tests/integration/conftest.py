@@ -124,7 +124,6 @@ def seed(owner_conn: psycopg.Connection, project_id: str) -> Iterator[Seeder]:
     yield Seeder(owner_conn, project_id)
 
 
-@dataclass
 def load_facts_graph(owner_url: str, project_id: str,
                      rows: Sequence[tuple[str, np.ndarray]]) -> None:
     """Load ``rows`` (subject, embedding) as facts of ``project_id`` in that order, without the
@@ -148,6 +147,7 @@ def load_facts_graph(owner_url: str, project_id: str,
         conn.execute("ANALYZE facts")
 
 
+@dataclass
 class Asker:
     """Runs ``assemble`` in the test's scope with a chosen query vector (no embedder)."""
 
