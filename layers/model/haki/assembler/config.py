@@ -82,14 +82,14 @@ class RetrievalConfig:
     hnsw_ef_search_min: int = 100
     hnsw_ef_search_max: int = 1000
     hnsw_rows_per_ef: int = 1000
-    #: The most tuples one graph search visits; a search that reaches it with fewer than the
-    #: depth in scope (a slice of a large graph, far from the question) is completed by an
-    #: exact read of at most this many rows of the scope, so the arm is never left short.
+    #: The most tuples one graph search visits; a search left short by it (a slice of a large
+    #: graph, far from the question) is completed by an exact read of at most this many rows
+    #: of the scope, so the arm is never left short while its scope holds rows.
     hnsw_max_scan_tuples: int = 20_000
-    #: Each graph search reads at least this many rows and keeps the nearest ``depth`` exactly:
-    #: a relaxed iterative scan whose descent ends in a far region of the graph fills a short
-    #: LIMIT there, before it reaches the question's neighbours (recall 0 for that question);
-    #: reading further gets it out (docs/decisions/2026-12-05-vector-arm-short-results.md).
+    #: A vector arm whose graph search may have lost the question (short, rows out of
+    #: distance order, or the text arm's nearest row of the kind nearer than a row kept yet
+    #: not kept) searches again reading at least this many rows, and keeps the nearest
+    #: ``depth`` exactly (docs/decisions/2026-12-05-vector-arm-short-results.md).
     vector_scan_rows: int = 288
     #: Recall floor (``HAKI_RECALL_MAX_DISTANCE``): a ranked fact or episode whose cosine
     #: distance exceeds it is excluded ``below_relevance_floor``; 0 turns the floor off.
