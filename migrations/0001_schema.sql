@@ -269,10 +269,9 @@ CREATE TABLE text_term_stats (
     PRIMARY KEY (project_id, subject_id, term)
 );
 
--- The OR and AND of tsqueries, built from the functions behind the tsquery `||` and `&&`
--- operators, so no query text is ever re-parsed or quoted.
+-- The OR of tsqueries, built from the function behind the tsquery `||` operator, so no query
+-- text is ever re-parsed or quoted.
 CREATE AGGREGATE tsquery_or_agg(tsquery) (SFUNC = tsquery_or, STYPE = tsquery);
-CREATE AGGREGATE tsquery_and_agg(tsquery) (SFUNC = tsquery_and, STYPE = tsquery);
 
 -- 5. Context calls and their traces, range-partitioned by UTC day on created_at: partitions
 -- are made ahead and dropped whole past retention (haki_trace_partitions), and a DEFAULT
@@ -323,12 +322,11 @@ CREATE TABLE context_traces (
     fact_ids       uuid[] NOT NULL,
     event_ids      uuid[] NOT NULL,
     actions        smallint[] NOT NULL CHECK (actions <@ '{1,2,3}'::smallint[]),
-    reasons        smallint[] NOT NULL CHECK (reasons <@ '{1,2,3,4,5,6,7,8}'::smallint[]),
+    reasons        smallint[] NOT NULL CHECK (reasons <@ '{1,2,3,4,5,6,7}'::smallint[]),
     ranks          integer[] NOT NULL,
     scores         real[] NOT NULL,
     similarities   real[] NOT NULL,
     text_ranks     real[] NOT NULL,
-    recencies      real[] NOT NULL,
     tokens         integer[] NOT NULL,
     unconfirmed    boolean[] NOT NULL,
     vector_ranks   integer[] NOT NULL,
@@ -398,8 +396,8 @@ GRANT SELECT, INSERT, DELETE ON events, disabled_subjects TO haki_app;
 GRANT SELECT, INSERT, DELETE ON context_calls, context_traces TO haki_app;
 GRANT UPDATE (packet) ON context_calls TO haki_app;
 GRANT UPDATE (ordinals, fact_ids, event_ids, actions, reasons, ranks, scores, similarities,
-              text_ranks, recencies, tokens, unconfirmed, vector_ranks, text_arm_ranks,
-              expanded_from) ON context_traces TO haki_app;
+              text_ranks, tokens, unconfirmed, vector_ranks, text_arm_ranks, expanded_from)
+    ON context_traces TO haki_app;
 GRANT INSERT ON erasure_receipts TO haki_app;
 GRANT SELECT, DELETE ON stats_rollups TO haki_app;
 GRANT SELECT ON stats_watermark TO haki_app;

@@ -147,7 +147,7 @@ def test_retention_drops_only_whole_old_partitions_and_keeps_the_rollups(
             inspected = load_trace(app_db, project_id="p1", subject_id="s", trace_id=ages[days])
             assert [d.action for d in inspected.decisions] == ["included", "excluded"]
             assert [d.reason_code for d in inspected.decisions] == [
-                "top_score", "multi_hop_expansion"]
+                "top_score", "over_budget"]
 
         with acting_for(key):
             receipt = forget(app_db, "p1", ForgetRequest(project_id="p1", subject_id="s",

@@ -1,5 +1,5 @@
-"""The packer's decisions, without a database: one decision per candidate, greedy budget —
-the seed's three passes and the fused single list."""
+"""The packer's decisions, without a database: one decision per candidate of the fused list,
+greedy budget."""
 
 from datetime import UTC, datetime
 from uuid import UUID, uuid4
@@ -7,15 +7,14 @@ from uuid import UUID, uuid4
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.packing import Packer
 from haki.text import estimate_tokens
-from haki_local.baselines import SeedPacker
 
 
-def fact(value: str, *, distance: float = 0.1, score: float = 0.5, conflict: bool = False,
+def fact(value: str, *, distance: float = 0.1, conflict: bool = False,
          volatility: str = "stable", horizon_passed: bool = False) -> FactCandidate:
     return FactCandidate(
         id=uuid4(), predicate="note", value=value, confidence=None, valid_from=None,
         source_event_ids=[], volatility=volatility, distance=distance, text_rank=0.0,
-        recency=1.0, conflict_open=conflict, horizon_passed=horizon_passed, score=score)
+        conflict_open=conflict, horizon_passed=horizon_passed)
 
 
 def episode(text: str, distance: float = 0.1) -> EpisodeCandidate:
@@ -27,10 +26,15 @@ def reasons(packer: Packer) -> list[tuple[UUID | None, str]]:
     return [(d.fact_id or d.event_id, d.reason_code) for d in packer.decisions]
 
 
+def ranked(item: FactCandidate | EpisodeCandidate, score: float, *, vector_rank: int | None = 1,
+           text_arm_rank: int | None = None, expanded_from: UUID | None = None) -> Ranked:
+    return Ranked(item, vector_rank, text_arm_rank, score, expanded_from)
+
+
 def test_greedy_skip_and_continue() -> None:
     big, small = fact("x" * 100), fact("tiny")
-    packer = SeedPacker(budget=estimate_tokens("note: tiny") + 5)
-    packer.add_ranked_facts([big, small])
+    packer = Packer(budget=estimate_tokens("note: tiny") + 5)
+    packer.add_fused([ranked(big, 0.9), ranked(small, 0.5)])
     assert reasons(packer) == [(big.id, "over_budget"), (small.id, "top_score")]
     assert packer.tokens_used == estimate_tokens("note: tiny")
 
@@ -41,9 +45,9 @@ def test_each_reason_and_warning() -> None:
     unconfirmed = fact("slow and old", volatility="slow", horizon_passed=True)
     far = fact("far", distance=0.9)
     ep = episode("hello")
-    packer = SeedPacker(budget=900, max_distance=0.5)
-    packer.add_ranked_facts([blocked, expired, unconfirmed, far])
-    packer.add_episodes([ep])
+    packer = Packer(budget=900, max_distance=0.5)
+    packer.add_fused([ranked(c, 0.5 - i / 10)
+                      for i, c in enumerate([blocked, expired, unconfirmed, far, ep])])
     assert reasons(packer) == [
         (blocked.id, "conflict_open"), (expired.id, "volatility_expired"),
         (unconfirmed.id, "top_score"), (far.id, "below_relevance_floor"),
@@ -56,56 +60,41 @@ def test_each_reason_and_warning() -> None:
     assert blocked_decision.action == "blocked" and blocked_decision.score is None
 
 
-def test_multi_hop_is_exempt_from_the_floor() -> None:
-    far = fact("far but linked", distance=0.95)
-    packer = SeedPacker(budget=900, max_distance=0.3)
-    packer.add_multi_hop_facts([far])
-    assert reasons(packer) == [(far.id, "multi_hop_expansion")]
-
-
 def test_empty_reasons() -> None:
-    assert SeedPacker(budget=10).packet(missing_purpose=False).empty_reason == "no_memory"
-    gated = SeedPacker(budget=10, max_distance=0.2)
-    gated.add_ranked_facts([fact("far", distance=0.9)])
+    assert Packer(budget=10).packet(missing_purpose=False).empty_reason == "no_memory"
+    gated = Packer(budget=10, max_distance=0.2)
+    gated.add_fused([ranked(fact("far", distance=0.9), 0.5)])
     assert gated.packet(missing_purpose=False).empty_reason == "no_relevant_memory"
-    blocked = SeedPacker(budget=10)
-    blocked.add_ranked_facts([fact("c", conflict=True)])
+    blocked = Packer(budget=10)
+    blocked.add_fused([ranked(fact("c", conflict=True), 0.5)])
     assert blocked.packet(missing_purpose=False).empty_reason == "all_filtered"
 
 
-def test_episode_excerpt_is_cut_at_the_configured_length() -> None:
-    packer = SeedPacker(budget=1000, excerpt_chars=20)
-    packer.add_episodes([episode("y" * 100)])
+def test_episode_excerpt_with_its_kind() -> None:
+    packer = Packer(budget=1000, excerpt_chars=20, excerpt_with_kind=True)
+    packer.add_fused([ranked(episode("y" * 100), 0.5)])
     assert packer.episodes[0].excerpt == ("conversation.message: " + "y" * 100)[:20]
-
-
-# ----------------------------------------------------------------- fused: one list
-
-
-def ranked(item: FactCandidate | EpisodeCandidate, score: float, *, vector_rank: int | None = 1,
-           text_arm_rank: int | None = None, expanded_from: UUID | None = None) -> Ranked:
-    return Ranked(item, vector_rank, text_arm_rank, score, expanded_from)
 
 
 def test_fused_packs_facts_and_episodes_in_one_order_under_one_budget() -> None:
     ep, f = episode("the reply that carries it"), fact("a fact ranked below")
     budget = estimate_tokens("the reply that carries it")
-    packer = SeedPacker(budget=budget, excerpt_with_kind=False)
+    packer = Packer(budget=budget, excerpt_with_kind=False)
     packer.add_fused([ranked(ep, 0.9), ranked(f, 0.5)])
-    # The episode ranked first takes the budget; under seed the fact would have.
+    # The episode ranked first takes the budget, though a fact comes after it.
     assert reasons(packer) == [(ep.id, "episode_match"), (f.id, "over_budget")]
     assert [d.rank for d in packer.decisions] == [1, 2]
 
 
 def test_fused_budget_not_a_count_bounds_the_episodes() -> None:
     episodes = [episode(f"turn {i}") for i in range(20)]
-    packer = SeedPacker(budget=10_000, excerpt_with_kind=False)
+    packer = Packer(budget=10_000, excerpt_with_kind=False)
     packer.add_fused([ranked(e, 1.0 - i / 100) for i, e in enumerate(episodes)])
     assert len(packer.episodes) == 20
 
 
 def test_fused_excerpt_is_the_text_alone_cut_at_the_length() -> None:
-    packer = SeedPacker(budget=1000, excerpt_chars=20, excerpt_with_kind=False)
+    packer = Packer(budget=1000, excerpt_chars=20, excerpt_with_kind=False)
     packer.add_fused([ranked(episode("y" * 100), 0.5)])
     assert packer.episodes[0].excerpt == "y" * 20
     assert packer.decisions[0].tokens == estimate_tokens("y" * 20)
@@ -113,7 +102,7 @@ def test_fused_excerpt_is_the_text_alone_cut_at_the_length() -> None:
 
 def test_neighbour_only_episodes_are_expansion_and_never_gated() -> None:
     source, far_neighbour, far_ranked = episode("q", 0.1), episode("n", 0.95), episode("r", 0.9)
-    packer = SeedPacker(budget=900, max_distance=0.5, excerpt_with_kind=False)
+    packer = Packer(budget=900, max_distance=0.5, excerpt_with_kind=False)
     packer.add_fused([
         ranked(source, 0.9),
         ranked(far_neighbour, 0.3, vector_rank=None, expanded_from=source.id),
@@ -126,12 +115,12 @@ def test_neighbour_only_episodes_are_expansion_and_never_gated() -> None:
 
 def test_fused_trace_carries_arm_ranks_and_the_fused_score() -> None:
     f, blocked = fact("kept"), fact("in conflict", conflict=True)
-    packer = SeedPacker(budget=900)
+    packer = Packer(budget=900)
     packer.add_fused([ranked(f, 0.07, vector_rank=3, text_arm_rank=1),
                       ranked(blocked, 0.05, vector_rank=None, text_arm_rank=2)])
     kept, hidden = packer.decisions
     assert (kept.score, kept.vector_rank, kept.text_arm_rank) == (0.07, 3, 1)
-    assert kept.similarity == f.similarity and f.score != kept.score  # fused, not its own
+    assert kept.similarity == f.similarity
     assert (hidden.action, hidden.score, hidden.text_arm_rank) == ("blocked", None, 2)
 
 
@@ -139,7 +128,7 @@ def test_fused_keeps_the_fact_rules() -> None:
     expired = fact("old news", volatility="ephemeral", horizon_passed=True)
     unconfirmed = fact("slow and old", volatility="slow", horizon_passed=True)
     far = fact("far", distance=0.9)
-    packer = SeedPacker(budget=900, max_distance=0.5)
+    packer = Packer(budget=900, max_distance=0.5)
     packer.add_fused([ranked(expired, 0.3), ranked(unconfirmed, 0.2), ranked(far, 0.1)])
     assert [r for _, r in reasons(packer)] == [
         "volatility_expired", "top_score", "below_relevance_floor"]

@@ -906,8 +906,6 @@ export interface components {
             rank: number | null;
             /** Reason Code */
             reason_code: string;
-            /** Recency */
-            recency: number | null;
             /** Score */
             score: number | null;
             /** Similarity */

@@ -11,7 +11,6 @@ const STATUSES = ["active", "candidate", "disputed", "superseded", "disabled"];
 
 const REASONS = {
   top_score: "ranked by hybrid score, fits the budget",
-  multi_hop_expansion: "shares an entity with an included fact",
   episode_match: "a dated episode close to the query",
   over_budget: "does not fit what is left of the budget",
   volatility_expired: "past its volatility horizon",

@@ -1,7 +1,9 @@
 """Runtime configuration, read once from the environment into one validated model.
 
 No other module reads ``os.environ``: code asks :func:`get_settings` (cached) or receives a
-``Settings`` explicitly (tests and benchmarks build their own). Each field ``name`` is read
+``Settings`` explicitly (tests and benchmarks build their own). The defaults are a deployed
+function's; a local run (``haki_local.environment``) sets the variables of its own checkout
+or working directory before anything reads them. Each field ``name`` is read
 from ``HAKI_<NAME>``; :meth:`Settings.environment_variables` lists them, and the CDK app
 checks the runtime variables it deploys against that list.
 """
@@ -24,37 +26,8 @@ from pydantic import (
 from haki.errors import ConfigurationError
 from haki.roles import DATABASE_NAME
 
-#: Root of a source checkout (``layers/model/haki`` → three levels up). In the Lambda layer or
-#: an installed wheel the package sits elsewhere and this path does not hold a checkout:
-#: :func:`in_checkout` says which.
-SOURCE_ROOT = Path(__file__).resolve().parents[3]
-
 #: Where the layer puts the model files (``/opt`` is the layer mount point in Lambda).
 LAYER_MODEL_DIR = Path("/opt/haki/models")
-#: The folder of local state, in the checkout or, installed, in the working directory.
-STATE_FOLDER = ".haki"
-
-
-def in_checkout() -> bool:
-    """Whether this package runs from a source checkout (``pip install -e``), not a wheel."""
-    return (SOURCE_ROOT / "pyproject.toml").is_file() and (SOURCE_ROOT / "migrations").is_dir()
-
-
-def _default_data_dir() -> Path:
-    """The checkout's ``.haki/``; installed from a wheel, ``.haki/`` of the working directory
-    (where ``haki serve`` runs, as git keeps ``.git/``)."""
-    return (SOURCE_ROOT if in_checkout() else Path.cwd()) / STATE_FOLDER
-
-
-def _default_model_dir(data: dict[str, object]) -> Path:
-    """The layer's models in Lambda; the checkout's ``build/models`` (``make model``);
-    installed from a wheel, ``models/`` of the data folder."""
-    if LAYER_MODEL_DIR.is_dir():
-        return LAYER_MODEL_DIR
-    if in_checkout():
-        return SOURCE_ROOT / "build" / "models"
-    data_dir = data.get("data_dir")
-    return (data_dir if isinstance(data_dir, Path) else _default_data_dir()) / "models"
 
 
 class Settings(BaseModel):
@@ -62,17 +35,20 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: ``HAKI_DATABASE_URL``: a libpq URL. Unset locally → the embedded PostgreSQL under
-    #: ``data_dir`` (``haki_local.embedded``); a deployment sets it or ``db_iam_auth``.
+    #: ``HAKI_DATABASE_URL``: a libpq URL, the role's own (a deployment sets it or
+    #: ``db_iam_auth`` for each function; a local run, the embedded PostgreSQL's).
     database_url: str | None = None
-    #: ``HAKI_DATA_DIR``: local state (embedded database, dev key): the checkout's ``.haki/``
-    #: (git-ignored), or ``./.haki`` where an installed ``haki`` runs.
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    #: ``HAKI_DATA_DIR``: a local run's state (the embedded database, the dev key); nothing
+    #: deployed reads it.
+    data_dir: Path = Path(".haki")
     #: ``HAKI_EMBED_PROVIDER``: which embedder builds query and passage vectors.
     embed_provider: str = "e5-small-multilingual"
     #: ``HAKI_MODEL_DIR``: folder holding one sub-folder per built provider (default: the
-    #: layer's, the checkout's ``build/models``, or ``<data_dir>/models`` when installed).
-    model_dir: Path = Field(default_factory=_default_model_dir)
+    #: layer's).
+    model_dir: Path = LAYER_MODEL_DIR
+    #: ``HAKI_MIGRATIONS_DIR``: the folder of the SQL migrations (default: the copy packaged
+    #: with the code, in the layer or the wheel: ``haki.db.migrate``).
+    migrations_dir: Path | None = None
     #: ``HAKI_EMBED_THREADS``: onnxruntime intra-op threads (a Lambda ≤1769 MB has one vCPU).
     embed_threads: int = Field(default=1, ge=1, le=64)
     #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors kept per process (LRU; agents repeat
