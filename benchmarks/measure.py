@@ -226,13 +226,11 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
                 if naive:
                     nearest_facts_exact(conn, request, ctx.config, q.vector).fetchall()
                 else:
-                    text = arms.text_arm(conn, request, ctx.config).fetchall()
+                    arms.text_arm(conn, request, ctx.config).fetchall()
                     with db.sibling().transaction(q.project_id, pipeline=True,
                                                   read_only=True) as side:
-                        facts = arms.nearest_facts(side, request, ctx.config, q.vector,
-                                                   arms.witness(text, "fact", q.vector))
-                        events = arms.nearest_events(conn, request, ctx.config, q.vector,
-                                                     arms.witness(text, "event", q.vector))
+                        facts = arms.nearest_facts(side, request, ctx.config, q.vector)
+                        events = arms.nearest_events(conn, request, ctx.config, q.vector)
                     facts.fetchall()
                     events.fetchall()
                 elapsed = (time.perf_counter() - started) * 1000.0

@@ -2,13 +2,12 @@
 -- their distance and excerpt, then the turns around the nearest p_neighbour_sources of them
 -- (item 'neighbour', with the source they belong to, their step from it and their distance).
 --
--- plan_cache_mode = force_custom_plan, the inlined `scope`, and the search again (`deeper`,
--- then `exact`) when the first may have lost the question, for the reasons
+-- plan_cache_mode = force_custom_plan, the inlined `scope`, the graph search of haki_scan_rows
+-- rows kept exactly and the bounded exact read of a scope it left short, for the reasons
 -- haki_nearest_facts gives.
 CREATE OR REPLACE FUNCTION haki_nearest_events(
     p_project_id text, p_subject_id text, p_query_vector vector, p_vector_top_k integer,
-    p_scan_rows integer, p_witness_id uuid, p_witness_distance double precision,
-    p_use_vector_arm boolean, p_use_episodes boolean,
+    p_scan_rows integer, p_use_vector_arm boolean, p_use_episodes boolean,
     p_events_graph text, p_ef_search_min integer, p_ef_search_max integer,
     p_rows_per_ef integer, p_max_scan_tuples text, p_neighbour_sources integer,
     p_excerpt_chars integer, p_neighbour_span integer, p_use_neighbours boolean)
@@ -19,9 +18,13 @@ SET plan_cache_mode = force_custom_plan
 SET search_path = pg_catalog, public, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_scan_rows integer;
 BEGIN
     PERFORM haki_vector_search('events', p_events_graph, p_ef_search_min, p_ef_search_max,
                                p_rows_per_ef, p_max_scan_tuples);
+    v_scan_rows := haki_scan_rows('events', p_events_graph, p_subject_id, p_vector_top_k,
+                                  p_scan_rows);
     RETURN QUERY
     WITH scope AS NOT MATERIALIZED (
         SELECT e.ctid, e.id, e.embedding
@@ -30,37 +33,22 @@ BEGIN
           AND e.project_id = p_project_id AND e.subject_id = p_subject_id
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
     ),
-    first AS MATERIALIZED (
+    scanned AS MATERIALIZED (
         SELECT e.ctid, e.id, (e.embedding <=> p_query_vector)::float8 AS distance
         FROM scope AS e
         ORDER BY e.embedding <=> p_query_vector
-        LIMIT p_vector_top_k
-    ),
-    missed AS MATERIALIZED (
-        SELECT haki_search_missed(array_agg(e.id), array_agg(e.distance), p_vector_top_k,
-                                  p_witness_id, p_witness_distance) AS again
-        FROM first AS e
-    ),
-    deeper AS MATERIALIZED (
-        SELECT e.ctid, e.id, (e.embedding <=> p_query_vector)::float8 AS distance
-        FROM scope AS e
-        WHERE (SELECT m.again FROM missed AS m)
-        ORDER BY e.embedding <=> p_query_vector
-        LIMIT greatest(p_vector_top_k, p_scan_rows)
+        LIMIT v_scan_rows
     ),
     exact AS MATERIALIZED (
         SELECT e.ctid, e.id, (e.embedding <=> p_query_vector)::float8 AS distance
         FROM (SELECT * FROM scope AS in_scope
-              WHERE (SELECT m.again FROM missed AS m)
-                AND (SELECT count(*) FROM deeper) < p_vector_top_k
+              WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
               LIMIT p_max_scan_tuples::integer) AS e
         ORDER BY distance, e.id
         LIMIT p_vector_top_k
     ),
     nearest AS MATERIALIZED (
-        SELECT * FROM first WHERE NOT (SELECT m.again FROM missed AS m)
-        UNION ALL
-        (SELECT * FROM deeper
+        (SELECT * FROM scanned
          WHERE NOT EXISTS (SELECT FROM exact)
          ORDER BY distance, id
          LIMIT p_vector_top_k)
@@ -86,8 +74,8 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION haki_nearest_events(
-    text, text, vector, integer, integer, uuid, double precision, boolean, boolean, text,
-    integer, integer, integer, text, integer, integer, integer, boolean) FROM PUBLIC;
+    text, text, vector, integer, integer, boolean, boolean, text, integer, integer, integer,
+    text, integer, integer, integer, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_nearest_events(
-    text, text, vector, integer, integer, uuid, double precision, boolean, boolean, text,
-    integer, integer, integer, text, integer, integer, integer, boolean) TO haki_app;
+    text, text, vector, integer, integer, boolean, boolean, text, integer, integer, integer,
+    text, integer, integer, integer, boolean) TO haki_app;

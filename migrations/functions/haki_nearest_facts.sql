@@ -7,21 +7,17 @@
 -- pick one path for every scope. `scope` is inlined into each reader (NOT MATERIALIZED): the
 -- two that order it by distance may search the graph, `exact` never does.
 --
--- A graph search can lose a question, three ways, each seen in `first` (haki_search_missed):
--- it comes back short (hnsw.max_scan_tuples reached before enough rows passed the scope
--- filter); its rows come out of distance order (a relaxed iterative scan past its first batch
--- returns rows in the order it finds them, and LIMIT keeps the first found, not the nearest);
--- or a witness, the scope's row nearest the question among the text arm's (p_witness_id at
--- p_witness_distance), is nearer than the farthest row kept yet not kept (the search's descent
--- ended in a far region of the graph and filled LIMIT there). Then `deeper` searches again,
--- reading at least p_scan_rows rows, and keeps the nearest exactly: reading further gets the
--- search out. If that is short too, `exact` reads at most p_max_scan_tuples rows of the scope
--- and keeps the nearest. Each step is MATERIALIZED so it runs once (the later ones only when
+-- The graph search reads haki_scan_rows rows (more than p_vector_top_k for a slice of the
+-- graph searched, whose rows a relaxed iterative scan returns in the order it finds them) and
+-- the nearest p_vector_top_k of them are kept exactly. If it brings back fewer (it visited
+-- hnsw.max_scan_tuples before enough rows passed the scope filter: a slice of a large graph,
+-- far from the question), `exact` reads at most p_max_scan_tuples rows of the scope and keeps
+-- the nearest (all of a scope that small): the arm never comes back short, let alone empty,
+-- while its scope holds rows. Both are MATERIALIZED so each runs once (`exact` only when
 -- needed), on ids and distances only; the chosen rows are fetched back by ctid.
 CREATE OR REPLACE FUNCTION haki_nearest_facts(
     p_project_id text, p_subject_id text, p_query_vector vector, p_vector_top_k integer,
-    p_scan_rows integer, p_witness_id uuid, p_witness_distance double precision,
-    p_use_vector_arm boolean, p_facts_graph text,
+    p_scan_rows integer, p_use_vector_arm boolean, p_facts_graph text,
     p_ef_search_min integer, p_ef_search_max integer, p_rows_per_ef integer,
     p_max_scan_tuples text, p_horizon_slow_seconds double precision,
     p_horizon_volatile_seconds double precision, p_horizon_ephemeral_seconds double precision)
@@ -33,9 +29,13 @@ SET plan_cache_mode = force_custom_plan
 SET search_path = pg_catalog, public, pg_temp
 AS $$
 #variable_conflict use_column
+DECLARE
+    v_scan_rows integer;
 BEGIN
     PERFORM haki_vector_search('facts', p_facts_graph, p_ef_search_min, p_ef_search_max,
                                p_rows_per_ef, p_max_scan_tuples);
+    v_scan_rows := haki_scan_rows('facts', p_facts_graph, p_subject_id, p_vector_top_k,
+                                  p_scan_rows);
     RETURN QUERY
     WITH scope AS NOT MATERIALIZED (
         SELECT f.ctid, f.id, f.embedding
@@ -45,37 +45,22 @@ BEGIN
           AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
     ),
-    first AS MATERIALIZED (
+    scanned AS MATERIALIZED (
         SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
         FROM scope AS f
         ORDER BY f.embedding <=> p_query_vector
-        LIMIT p_vector_top_k
-    ),
-    missed AS MATERIALIZED (
-        SELECT haki_search_missed(array_agg(f.id), array_agg(f.distance), p_vector_top_k,
-                                  p_witness_id, p_witness_distance) AS again
-        FROM first AS f
-    ),
-    deeper AS MATERIALIZED (
-        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
-        FROM scope AS f
-        WHERE (SELECT m.again FROM missed AS m)
-        ORDER BY f.embedding <=> p_query_vector
-        LIMIT greatest(p_vector_top_k, p_scan_rows)
+        LIMIT v_scan_rows
     ),
     exact AS MATERIALIZED (
         SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
         FROM (SELECT * FROM scope AS in_scope
-              WHERE (SELECT m.again FROM missed AS m)
-                AND (SELECT count(*) FROM deeper) < p_vector_top_k
+              WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
               LIMIT p_max_scan_tuples::integer) AS f
         ORDER BY distance, f.id
         LIMIT p_vector_top_k
     ),
     nearest AS (
-        SELECT * FROM first WHERE NOT (SELECT m.again FROM missed AS m)
-        UNION ALL
-        (SELECT * FROM deeper
+        (SELECT * FROM scanned
          WHERE NOT EXISTS (SELECT FROM exact)
          ORDER BY distance, id
          LIMIT p_vector_top_k)
@@ -95,8 +80,8 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION haki_nearest_facts(
-    text, text, vector, integer, integer, uuid, double precision, boolean, text, integer,
-    integer, integer, text, double precision, double precision, double precision) FROM PUBLIC;
+    text, text, vector, integer, integer, boolean, text, integer, integer, integer, text,
+    double precision, double precision, double precision) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_nearest_facts(
-    text, text, vector, integer, integer, uuid, double precision, boolean, text, integer,
-    integer, integer, text, double precision, double precision, double precision) TO haki_app;
+    text, text, vector, integer, integer, boolean, text, integer, integer, integer, text,
+    double precision, double precision, double precision) TO haki_app;

@@ -45,8 +45,7 @@ NEAREST_FACTS = """
 SELECT * FROM haki_nearest_facts(
     p_project_id => %(project_id)s, p_subject_id => %(subject_id)s,
     p_query_vector => %(query_vector)s, p_vector_top_k => %(depth)s,
-    p_scan_rows => %(scan_rows)s, p_witness_id => %(witness_id)s,
-    p_witness_distance => %(witness_distance)s, p_use_vector_arm => %(use_vector_arm)s,
+    p_scan_rows => %(scan_rows)s, p_use_vector_arm => %(use_vector_arm)s,
     p_facts_graph => %(graph)s,
     p_ef_search_min => %(ef_search_min)s, p_ef_search_max => %(ef_search_max)s,
     p_rows_per_ef => %(rows_per_ef)s, p_max_scan_tuples => %(max_scan_tuples)s,
@@ -59,8 +58,7 @@ NEAREST_EVENTS = """
 SELECT * FROM haki_nearest_events(
     p_project_id => %(project_id)s, p_subject_id => %(subject_id)s,
     p_query_vector => %(query_vector)s, p_vector_top_k => %(depth)s,
-    p_scan_rows => %(scan_rows)s, p_witness_id => %(witness_id)s,
-    p_witness_distance => %(witness_distance)s, p_use_vector_arm => %(use_vector_arm)s,
+    p_scan_rows => %(scan_rows)s, p_use_vector_arm => %(use_vector_arm)s,
     p_use_episodes => %(use_episodes)s, p_events_graph => %(graph)s,
     p_ef_search_min => %(ef_search_min)s, p_ef_search_max => %(ef_search_max)s,
     p_rows_per_ef => %(rows_per_ef)s, p_max_scan_tuples => %(max_scan_tuples)s,
@@ -84,34 +82,15 @@ def _horizons(config: RetrievalConfig) -> dict[str, float]:
     }
 
 
-@dataclass(frozen=True)
-class Witness:
-    """A row of the scope the text arm found, of the kind a vector arm searches, nearest the
-    question (``id`` None: the text arm found none). A vector arm whose graph search keeps
-    rows farther than it, yet not it, searches again (``haki_nearest_facts``)."""
-
-    id: UUID | None = None
-    distance: float | None = None
-
-
-def witness(text: Rows, item: Literal["fact", "event"], vector: np.ndarray) -> Witness:
-    """The text arm's ``item`` row nearest ``vector``, as the vector arm's witness."""
-    query = np.asarray(vector, dtype=np.float64)
-    nearest = min(((cosine_distance(query, row["embedding"].to_numpy()), row["id"])
-                   for row in text if row["item"] == item), default=None)
-    return Witness() if nearest is None else Witness(nearest[1], nearest[0])
-
-
 def _search(config: RetrievalConfig, request: ContextRequest, table: Literal["facts", "events"],
-            vector: np.ndarray, seen: Witness) -> dict[str, Any]:
-    """What both vector arms take: the vector, the call's depth, the witness and how many
-    rows a second search reads at least, and the breadth of the graph searched (the
-    subject's own graph when it has one)."""
+            vector: np.ndarray) -> dict[str, Any]:
+    """What both vector arms take: the vector, the call's depth, how many rows the graph
+    search reads at least when the scope is a slice of the graph, and the breadth of the
+    graph searched (the subject's own graph when it has one)."""
     return {
         "project_id": request.project_id, "subject_id": request.subject_id,
         "query_vector": vector, "depth": config.vector_depth(request.budget_tokens),
-        "scan_rows": config.vector_scan_rows, "witness_id": seen.id,
-        "witness_distance": seen.distance,
+        "scan_rows": config.vector_scan_rows,
         "use_vector_arm": config.use_vector_arm,
         "graph": f"public.{graph_name(table, request.project_id, request.subject_id)}",
         "ef_search_min": config.hnsw_ef_search_min,
@@ -143,19 +122,19 @@ def text_arm(conn: psycopg.Connection, request: ContextRequest,
 
 
 def nearest_facts(conn: psycopg.Connection, request: ContextRequest, config: RetrievalConfig,
-                  vector: np.ndarray, seen: Witness = Witness()) -> Cursor:
+                  vector: np.ndarray) -> Cursor:
     """Send the vector arm over facts: the nearest active facts of the scope, with their
-    distance (``seen``: the text arm's nearest fact)."""
+    distance."""
     return _cursor(conn).execute(NEAREST_FACTS, {
-        **_search(config, request, "facts", vector, seen), **_horizons(config)})
+        **_search(config, request, "facts", vector), **_horizons(config)})
 
 
 def nearest_events(conn: psycopg.Connection, request: ContextRequest, config: RetrievalConfig,
-                   vector: np.ndarray, seen: Witness = Witness()) -> Cursor:
+                   vector: np.ndarray) -> Cursor:
     """Send the vector arm over events: the nearest events of the scope, with the turns
-    around the nearest few (``seen``: the text arm's nearest event)."""
+    around the nearest few."""
     return _cursor(conn).execute(NEAREST_EVENTS, {
-        **_search(config, request, "events", vector, seen),
+        **_search(config, request, "events", vector),
         "use_episodes": config.use_episodes, "neighbour_sources": config.neighbour_sources,
         "excerpt_chars": config.excerpt_chars, "neighbour_span": config.neighbour_span,
         "use_neighbours": config.use_neighbours})

@@ -57,10 +57,8 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
         text_rows = text.fetchall()
         with db.sibling().transaction(request.project_id, pipeline=True,
                                       read_only=True) as side:
-            facts = arms.nearest_facts(side, request, config, vector,
-                                       arms.witness(text_rows, "fact", vector))
-            events = arms.nearest_events(conn, request, config, vector,
-                                         arms.witness(text_rows, "event", vector))
+            facts = arms.nearest_facts(side, request, config, vector)
+            events = arms.nearest_events(conn, request, config, vector)
         candidates = arms.merge(facts.fetchall(), events.fetchall(), text_rows, vector,
                                 config.vector_depth(request.budget_tokens))
         disabled = not candidates.hits and arms.subject_disabled(conn, request)

@@ -86,10 +86,11 @@ class RetrievalConfig:
     #: graph, far from the question) is completed by an exact read of at most this many rows
     #: of the scope, so the arm is never left short while its scope holds rows.
     hnsw_max_scan_tuples: int = 20_000
-    #: A vector arm whose graph search may have lost the question (short, rows out of
-    #: distance order, or the text arm's nearest row of the kind nearer than a row kept yet
-    #: not kept) searches again reading at least this many rows, and keeps the nearest
-    #: ``depth`` exactly (docs/decisions/2026-12-05-vector-arm-short-results.md).
+    #: A vector arm whose scope is a slice of the graph it searches (the search's first batch,
+    #: ``ef_search`` rows of the graph, is not expected to hold ``depth`` rows of the scope)
+    #: reads at least this many rows and keeps the nearest ``depth`` exactly: past its first
+    #: batch a relaxed iterative scan returns rows in the order it finds them, not nearest
+    #: first (docs/decisions/2026-12-05-vector-arm-short-results.md).
     vector_scan_rows: int = 288
     #: Recall floor (``HAKI_RECALL_MAX_DISTANCE``): a ranked fact or episode whose cosine
     #: distance exceeds it is excluded ``below_relevance_floor``; 0 turns the floor off.
