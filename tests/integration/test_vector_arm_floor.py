@@ -3,9 +3,12 @@
 A graph of 6,000 facts: a crowd subject of 4,000 in three clusters and a slice subject of 2,000
 in a fourth, far from them (large enough for the planner to search the graph for it). A
 question near the crowd, asked of the slice, starts its graph search among the crowd: the
-iterative scan filters crowd rows out until it reaches the slice, whose rows a relaxed scan
-then returns in the order it finds them, not nearest first — taking the first 64 kept 15–20
-of the 64 nearest. The arm reads further and keeps the nearest 64 exactly.
+iterative scan filters crowd rows out, and the slice's rows it reaches come in the order it
+finds them, not nearest first. With the scan budget spent among the crowd
+(``hnsw_max_scan_tuples`` 600 here; 20,000 is for a slice of a large table) the arm used to
+serve one fact of the slice; with a larger budget, 15-20 of its 64 nearest. The arm reads
+further, keeps the nearest exactly, and reads the scope exactly when the search comes back
+short.
 """
 
 from collections.abc import Callable
@@ -26,12 +29,12 @@ PROJECT = "floor"
 DIM = 384
 CROWD, CROWD_SIZE = "crowd", 4_000
 SLICE, SLICE_SIZE = "slice", 2_000
-DEPTH = 64
-#: Vector arm only, 64 facts deep, with a small scan budget (20,000 is for a slice of a
-#: large table).
+#: The vector arm's depth at the smallest budget (``RetrievalConfig.vector_depth``).
+DEPTH = 96
+#: Vector arm only, with a small scan budget (20,000 is for a slice of a large table).
 VECTOR_ONLY: RetrievalConfig = replace(
-    DEFAULT_CONFIG, vector_top_k=DEPTH, use_text_arm=False, use_episodes=False,
-    use_neighbours=False, hnsw_max_scan_tuples=600)
+    DEFAULT_CONFIG, use_text_arm=False, use_episodes=False, use_neighbours=False,
+    hnsw_max_scan_tuples=600)
 
 
 def _around(rng: np.random.Generator, centroids: np.ndarray, picks: np.ndarray) -> np.ndarray:
@@ -86,6 +89,7 @@ def test_a_slice_searched_from_far_away_gets_its_nearest_facts(
                 assert _planned_through_graph(db, query)
                 exact = _exact_top(owner, SLICE, query)
                 result = ask("q", query, subject_id=SLICE, budget=1, config=VECTOR_ONLY)
+                assert VECTOR_ONLY.vector_depth(1) == DEPTH
                 served = {str(r[0]) for r in owner.execute(
                     "SELECT fact_id FROM context_trace_decisions WHERE trace_id = %s",
                     (result.response.trace_id,)).fetchall()}
