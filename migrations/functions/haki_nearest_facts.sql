@@ -4,8 +4,9 @@
 -- plan_cache_mode = force_custom_plan: the planner chooses between the HNSW graph and an
 -- exact read of a small scope through facts_scope_idx by its estimate of the scope's size
 -- (facts_scope_stats), which needs the call's actual project and subject; a generic plan would
--- pick one path for every scope. `scope` is inlined into each reader (NOT MATERIALIZED): the
--- two that order it by distance may search the graph, `exact` never does.
+-- pick one path for every scope. `scope` is inlined into each reader (NOT MATERIALIZED):
+-- `scanned` orders it by distance, so the planner may search the graph; `exact` does not, so
+-- it never does.
 --
 -- The graph search reads haki_scan_rows rows (more than p_vector_top_k for a slice of the
 -- graph searched, whose rows a relaxed iterative scan returns in the order it finds them) and
@@ -14,7 +15,7 @@
 -- far from the question), `exact` reads at most p_max_scan_tuples rows of the scope and keeps
 -- the nearest (all of a scope that small): the arm never comes back short, let alone empty,
 -- while its scope holds rows. Both are MATERIALIZED so each runs once (`exact` only when
--- needed), on ids and distances only; the chosen rows are fetched back by ctid.
+-- needed), on ids and distances only; the chosen rows are fetched back by ctid, nearest first.
 CREATE OR REPLACE FUNCTION haki_nearest_facts(
     p_project_id text, p_subject_id text, p_query_vector vector, p_vector_top_k integer,
     p_scan_rows integer, p_use_vector_arm boolean, p_facts_graph text,
@@ -76,7 +77,8 @@ BEGIN
                                p_horizon_slow_seconds, p_horizon_volatile_seconds,
                                p_horizon_ephemeral_seconds)
     FROM nearest AS n
-    JOIN facts AS f ON f.ctid = n.ctid;
+    JOIN facts AS f ON f.ctid = n.ctid
+    ORDER BY n.distance, n.id;
 END
 $$;
 REVOKE ALL ON FUNCTION haki_nearest_facts(
