@@ -50,9 +50,11 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 
 -- 2. Tenancy: a project belongs to one org; a key to a project of its own org.
 CREATE TABLE projects (
-    project_id text PRIMARY KEY CHECK (char_length(project_id) BETWEEN 1 AND 128),
-    org_id     text NOT NULL CHECK (char_length(org_id) BETWEEN 1 AND 128),
-    created_at timestamptz NOT NULL DEFAULT now(),
+    project_id     text PRIMARY KEY CHECK (char_length(project_id) BETWEEN 1 AND 128),
+    org_id         text NOT NULL CHECK (char_length(org_id) BETWEEN 1 AND 128),
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    -- What the event ids derived from messages are keyed with (haki_message_id_key).
+    message_id_key uuid NOT NULL DEFAULT gen_random_uuid(),
     UNIQUE (project_id, org_id)
 );
 
@@ -247,6 +249,19 @@ CREATE TABLE erasure_receipts (
     PRIMARY KEY (project_id, id)
 );
 
+-- Per-project storage quotas (HAKI_MAX_FACTS_PER_PROJECT / HAKI_MAX_EVENTS_PER_PROJECT,
+-- haki.memory.quota): how many facts and events each project holds, kept by the triggers of
+-- haki_storage_count so that a write is checked against its quota without counting rows. A
+-- project's count is the sum of a few slot rows: each writing statement adds its change to a
+-- slot no other transaction holds, so writers never wait for each other's counter.
+CREATE TABLE project_storage (
+    project_id text    NOT NULL CHECK (char_length(project_id) BETWEEN 1 AND 128),
+    slot       integer NOT NULL,
+    facts      bigint  NOT NULL DEFAULT 0,
+    events     bigint  NOT NULL DEFAULT 0,
+    PRIMARY KEY (project_id, slot)
+);
+
 -- 4. Text statistics for the idf of the text arm, per scope, kept on write by the triggers of
 -- haki_text_stats_apply — never computed by scanning a scope at query time. Rows whose counts
 -- fall to zero are deleted, so forgetting a subject leaves none of its words behind. (Counts
@@ -370,7 +385,7 @@ BEGIN
     FOREACH t IN ARRAY ARRAY['projects', 'api_keys', 'facts', 'events', 'conflict_sets',
                              'disabled_subjects', 'erasure_receipts', 'text_scope_stats',
                              'text_term_stats', 'context_calls', 'context_traces',
-                             'stats_rollups']
+                             'stats_rollups', 'project_storage']
     LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
@@ -401,6 +416,8 @@ GRANT UPDATE (ordinals, fact_ids, event_ids, actions, reasons, ranks, scores, si
 GRANT INSERT ON erasure_receipts TO haki_app;
 GRANT SELECT, DELETE ON stats_rollups TO haki_app;
 GRANT SELECT ON stats_watermark TO haki_app;
+-- The runtime role reads its project's storage count; the triggers (SECURITY DEFINER) write it.
+GRANT SELECT ON project_storage TO haki_app;
 
 GRANT SELECT (project_id, subject_id, created_at, latency_ms, facts_served, token_count)
     ON context_calls TO haki_stats;

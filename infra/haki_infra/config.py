@@ -6,6 +6,7 @@ not silently deploy the default.
 """
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
@@ -20,6 +21,8 @@ from haki.settings import Settings
 #: Root of the checkout (``infra/haki_infra/config.py`` → two levels up).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "haki:"
+#: What CloudFormation accepts as a stack name.
+STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
 
 
 class Engine(StrEnum):
@@ -58,17 +61,28 @@ DEFAULT_SIZING: dict[str, FunctionSizing] = {
     "ingest": FunctionSizing(memory_mb=1769, timeout_s=29, reserved_concurrency=20),
     "memory": FunctionSizing(memory_mb=512, timeout_s=15, reserved_concurrency=10),
     # One key lookup per key per cache TTL (API Gateway caches its answers).
-    "authorizer": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=8),
+    "authorizer": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=6),
+    # The health checks: no key, one `SELECT 1`; two at a time bound what probes (or a flood
+    # of them) can take from the proxy.
+    "health": FunctionSizing(memory_mb=256, timeout_s=10, reserved_concurrency=2),
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
+    # The console's static files, public (no key): a few milliseconds each, no database. Its
+    # reservation caps what a flood of page loads can take of the account's concurrency.
+    "console": FunctionSizing(memory_mb=128, timeout_s=5, reserved_concurrency=10),
 }
+#: The one function that never reaches the database (its reservation is not the proxy's).
+NO_DATABASE = frozenset({"console"})
 
 
 @dataclass(frozen=True)
 class HakiConfig:
     """What a deployment may choose; the defaults are the production deployment."""
 
+    #: The CloudFormation stack's name: two deployments (staging, production) with different
+    #: names live side by side in one account and region.
+    stack_name: str = "Haki"
     #: ``rds`` = RDS PostgreSQL 16 instance; ``aurora`` = Aurora PostgreSQL Serverless v2.
     engine: Engine = Engine.RDS
     #: Dev mode: no deletion protection, the database is destroyed with the stack, one AZ.
@@ -95,11 +109,14 @@ class HakiConfig:
     key_quota_per_day: int = 200_000
     #: How long API Gateway caches the authorizer's answer for one Authorization value
     #: (0..3600; 0: every call runs the authorizer). A revoked key is still refused by the
-    #: function within it; only the edge's allow lives this long.
-    authorizer_cache_seconds: int = 300
-    #: Opt-in (from ~$6/month): an AWS WAFv2 web ACL on the stage, with the AWS common rule
-    #: set and a per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes.
-    waf: bool = False
+    #: function within it, but the edge lets it through and meters it this long: 30 s keeps
+    #: that window short for at most one authorizer run per key per 30 s
+    #: (docs/decisions/2026-12-05-authorizer-cache-30-seconds.md).
+    authorizer_cache_seconds: int = 30
+    #: An AWS WAFv2 web ACL on the stage (from ~$6/month), with the AWS common rule set and a
+    #: per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes; ``false`` turns it
+    #: off (a throwaway environment, or a WAF managed outside the stack).
+    waf: bool = True
     waf_rate_limit: int = 2000
     #: Optional custom domain (with the ARN of its ACM certificate, same region), TLS 1.2+.
     domain_name: str | None = None
@@ -124,6 +141,9 @@ class HakiConfig:
     read_replica: bool = False
 
     def __post_init__(self) -> None:
+        if not STACK_NAME.fullmatch(self.stack_name):
+            raise ValueError(f"{PREFIX}stack_name {self.stack_name!r}: a letter, then letters, "
+                             "digits and hyphens, at most 128 characters (CloudFormation's rule)")
         unknown = set(self.sizing) - set(DEFAULT_SIZING)
         if unknown:
             raise ValueError(f"{PREFIX}sizing: unknown functions {sorted(unknown)}")
@@ -170,10 +190,10 @@ class HakiConfig:
 STACK_ENV_NAMES = frozenset(
     name for name in Settings.environment_variables() if name.startswith("HAKI_DB_"))
 #: The variables a deployment may add: what ``haki.settings.Settings`` reads, minus what the
-#: stack sets (the proxy's, the generated log salt) and the two that only make sense on a
+#: stack sets (the proxy's, the generated log salt's secret) and the two that only make sense on a
 #: developer's machine. Anything else in ``runtime_env`` is a typo.
 RUNTIME_ENV_NAMES = Settings.environment_variables() - STACK_ENV_NAMES - {
-    "HAKI_LOG_SALT", "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
+    "HAKI_LOG_SALT", "HAKI_LOG_SALT_SECRET_ARN", "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
 
 
 def _json(value: Any) -> Any:
@@ -213,6 +233,7 @@ def _str_map(value: Any) -> dict[str, str]:
 
 
 _PARSERS: dict[str, Any] = {
+    "stack_name": str,
     "engine": Engine,
     "dev": _bool,
     "architecture": Arch,

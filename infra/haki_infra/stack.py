@@ -53,6 +53,11 @@ SERVICE_FUNCTIONS = (
     ServiceFunction(
         "authorizer", "authorizer", "app.handler", Role.APP, "API authorizer (hk_ key)"
     ),
+    # Liveness and readiness without a key: its own small function, so unauthenticated
+    # probes never take the tenant functions' concurrency (functions/health).
+    ServiceFunction(
+        "health", "health", "app.handler", Role.APP, "GET /v1/health, /v1/health/ready (no key)"
+    ),
     # The scheduled rollup lives beside the overview handler, reading across projects.
     ServiceFunction(
         "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"
@@ -89,9 +94,12 @@ class HakiStack(Stack):
             description="Service functions: may reach the proxy only",
         )
         proxy.allow_from(runtime_group, "functions to the proxy")
+        network.secrets_endpoint.connections.allow_default_port_from(
+            runtime_group, "functions read the log salt's secret")
 
         # The key of the subject digest in logs (docs/security.md, "Logs"): generated once per
-        # deployment, resolved into the functions' environment by CloudFormation at deploy time.
+        # deployment; the functions get its ARN, read it at cold start (haki_aws.secrets) and
+        # may read that secret only. Its value is never in their configuration.
         log_salt = secretsmanager.Secret(
             self, "LogSalt", description="haki: the key of the subject digest in logs",
             generate_secret_string=secretsmanager.SecretStringGenerator(
@@ -119,13 +127,14 @@ class HakiStack(Stack):
                     "HAKI_DB_NAME": DATABASE_NAME,
                     "HAKI_DB_USER": spec.db_user.value,
                     "HAKI_DB_IAM_AUTH": "1",
-                    "HAKI_LOG_SALT": log_salt.secret_value.unsafe_unwrap(),
+                    "HAKI_LOG_SALT_SECRET_ARN": log_salt.secret_arn,
                     **({"HAKI_DB_READER_HOST": reader_host}
                        if reader_host and spec.key in READER_FUNCTIONS else {}),
                 },
                 log_retention=config.log_retention,
             )
             proxy.grant_connect(function.function, spec.db_user)
+            log_salt.grant_read(function.function)
             self.functions[spec.key] = function
         lambdas = {key: f.function for key, f in self.functions.items()}
 
@@ -138,9 +147,9 @@ class HakiStack(Stack):
 
         api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas,
                   authorizer=lambdas["authorizer"])
-        self.console = Console(
-            self, "Console", rest_api=api.rest_api, log_retention=config.log_retention
-        )
+        self.console = Console(self, "Console", rest_api=api.rest_api,
+                               sizing=config.sizing["console"],
+                               log_retention=config.log_retention)
         FunctionSchedule(
             self,
             "AggregationSchedule",
@@ -160,7 +169,7 @@ class HakiStack(Stack):
                 event={"task": "scope_indexes", "SecretArn": database.secret.secret_arn},
                 retry_attempts=1,
             )
-        Monitoring(
+        self.monitoring = Monitoring(
             self,
             "Monitoring",
             config=config,
@@ -195,12 +204,14 @@ class HakiStack(Stack):
 def build_app(
     context: Mapping[str, Any] | None = None, *, outdir: str | None = None
 ) -> tuple[App, HakiStack]:
-    """The app as ``cdk synth`` builds it: the stack plus the AwsSolutions checks.
+    """The app as ``cdk synth`` builds it: the stack (named by ``haki:stack_name``, default
+    ``Haki``) plus the AwsSolutions checks.
 
     Under the CDK CLI both arguments stay ``None`` (the CLI passes context and output folder
     through the environment); tests pass ``cdk.json``'s context and a temporary folder.
     """
     app = App(context=dict(context) if context is not None else None, outdir=outdir)
-    stack = HakiStack(app, "Haki", config=HakiConfig.from_context(app.node))
+    config = HakiConfig.from_context(app.node)
+    stack = HakiStack(app, config.stack_name, config=config)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return app, stack

@@ -18,7 +18,8 @@ What the server refuses itself is answered in the error contract (``{"error": {"
 (over API Gateway's 10 MiB), 408 ``request_timeout`` (the body did not arrive within
 :data:`BODY_TIMEOUT_S`), 400 ``validation_error`` (not valid HTTP: a bad ``Content-Length``,
 headers over :data:`HEADER_BYTES`), 500 ``internal_error``. Idle keep-alive connections close
-after :data:`KEEP_ALIVE_S`.
+after :data:`KEEP_ALIVE_S`, and a connection whose request line and headers are not all in
+within :data:`HEADER_TIMEOUT_S` (a header trickle) is closed.
 """
 
 import asyncio
@@ -57,6 +58,9 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 BODY_TIMEOUT_S = 30.0
 #: How long an idle keep-alive connection stays open (uvicorn's ``timeout_keep_alive``).
 KEEP_ALIVE_S = 5
+#: How long a request line and its headers may take to arrive, from the connection's opening
+#: or the previous response's end, however slowly their bytes trickle in.
+HEADER_TIMEOUT_S = 10.0
 #: Largest request line plus headers (h11's incomplete-event limit; API Gateway's is 10 KiB).
 HEADER_BYTES = 16 * 1024
 #: How long a stopping worker waits for the requests in flight.
@@ -199,7 +203,8 @@ Dispatch = Callable[[Route, Request, bool], Awaitable[Response]]
 class Resource:
     """The ASGI endpoint of one API Gateway resource path: each method of ``routes`` is
     dispatched to its handler, any other is a 405 (the route table's methods, not Starlette's
-    GET and HEAD), once authorized like the deployed API's ``ANY`` method."""
+    GET and HEAD), once authorized like the deployed API's ``ANY`` method (a public path's
+    without a key)."""
 
     path: str
     routes: Mapping[str, Route]
@@ -209,7 +214,9 @@ class Resource:
         request = Request(scope, receive)
         route = self.routes.get(request.method)
         if route is None:
-            response = await self.dispatch(Route(request.method, self.path, ""), request, False)
+            public = all(r.public for r in self.routes.values())
+            response = await self.dispatch(Route(request.method, self.path, "", public=public),
+                                           request, False)
             if response.status_code < 400:
                 raise HTTPException(405, headers={"Allow": ", ".join(self.routes)})
         else:
@@ -221,14 +228,15 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
                body_timeout_s: float = BODY_TIMEOUT_S,
                authorizer: Handler | None = None) -> Starlette:
     """The ASGI app serving ``handlers`` (by function name) on their routes, and ``console``.
-    With an ``authorizer`` (``functions/authorizer``), every call passes it first, as on the
-    deployed API: no Authorization header or a denied key is the edge's 401, a failing
-    authorizer its 503, and an allowed call's event carries the authorizer's context."""
+    With an ``authorizer`` (``functions/authorizer``), every call but those of a public route
+    (the health checks) passes it first, as on the deployed API: no Authorization header or a
+    denied key is the edge's 401, a failing authorizer its 503, and an allowed call's event
+    carries the authorizer's context."""
     lock = asyncio.Lock()
 
     def authorize_and_call(route: Route, event: dict[str, Any], request_id: str, routed: bool
                            ) -> dict[str, Any] | Response:
-        if authorizer is not None:
+        if authorizer is not None and not route.public:
             refused = authorize(authorizer, event, request_id)
             if refused is not None:
                 return refused
@@ -335,7 +343,37 @@ def local_app() -> Starlette:
 
 class ContractH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, answering a request that is not valid HTTP in the error
-    contract rather than in plain text."""
+    contract rather than in plain text, and closing a connection whose request head does not
+    arrive within :data:`HEADER_TIMEOUT_S` (uvicorn's keep-alive timer stops at the first byte,
+    so a client trickling header bytes would otherwise hold the connection without limit)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._await_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_overdue)
+
+    def _head_overdue(self) -> None:
+        """No complete request head since the timer started: the client is still on its
+        request line or headers (h11 waits for a request, ``IDLE``)."""
+        self._head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
         body = error_body("validation_error", "invalid HTTP request (request line, headers "

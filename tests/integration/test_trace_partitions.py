@@ -36,8 +36,8 @@ WITH call AS (
 )
 INSERT INTO context_traces
 SELECT trace_id, created_at, project_id, '{0,1}', ARRAY[%(fact)s::uuid, NULL],
-       ARRAY[NULL, gen_random_uuid()], '{1,2}', '{1,2}', '{1,NULL}', '{0.9,0.1}',
-       '{0.8,NULL}', '{NULL,NULL}', '{1,1}', '{5,9}', '{f,f}', '{1,NULL}', '{NULL,NULL}',
+       ARRAY[NULL, gen_random_uuid()], '{1,2}', '{1,4}', '{1,NULL}', '{0.9,0.1}',
+       '{0.8,NULL}', '{NULL,NULL}', '{5,9}', '{f,f}', '{1,NULL}', '{NULL,NULL}',
        '{NULL,NULL}'
 FROM call
 """

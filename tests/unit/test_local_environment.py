@@ -21,7 +21,7 @@ def test_a_checkout_gives_its_own_folders() -> None:
         "HAKI_MIGRATIONS_DIR": str(ROOT / "migrations"),
     }
     settings = Settings.from_env(local_defaults({}))
-    assert (settings.migrations_dir or Path()).joinpath("0001_extension_and_roles.sql").is_file()
+    assert (settings.migrations_dir or Path()).joinpath("0001_schema.sql").is_file()
 
 
 def test_what_the_environment_sets_is_kept(tmp_path: Path) -> None:

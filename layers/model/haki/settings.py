@@ -51,9 +51,13 @@ class Settings(BaseModel):
     migrations_dir: Path | None = None
     #: ``HAKI_EMBED_THREADS``: onnxruntime intra-op threads (a Lambda ≤1769 MB has one vCPU).
     embed_threads: int = Field(default=1, ge=1, le=64)
-    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors kept per process (LRU; agents repeat
+    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors a process keeps per project (an LRU of
+    #: each project's own, so one project never evicts another's entries; agents repeat
     #: questions); 0 turns the cache off. ~1.8 KiB an entry.
     embed_query_cache_size: int = Field(default=1024, ge=0, le=65_536)
+    #: ``HAKI_EMBED_QUERY_CACHE_PROJECTS``: how many projects' caches a process holds at once
+    #: (the least recently asking one is dropped whole for a new one).
+    embed_query_cache_projects: int = Field(default=8, ge=1, le=1024)
     #: ``HAKI_RECALL_MAX_DISTANCE``: opt-in recall floor on cosine distance; 0 disables it.
     recall_max_distance: float = Field(default=0.0, ge=0.0, le=2.0)
     #: ``HAKI_VOLATILITY_HORIZON_*_DAYS``: after this many days without reinforcement a fact of
@@ -89,6 +93,11 @@ class Settings(BaseModel):
     scope_index_min_rows: int = Field(default=10_000, ge=2)
     scope_index_max_share: float = Field(default=0.5, gt=0.0, le=1.0)
     scope_indexes_max: int = Field(default=32, ge=0, le=1000)
+    #: ``HAKI_MAX_FACTS_PER_PROJECT`` / ``HAKI_MAX_EVENTS_PER_PROJECT``: the storage quota of
+    #: each project, in rows of any status; a write past it is refused with 413
+    #: ``storage_quota_exceeded`` and stores nothing (``haki.memory.quota``).
+    max_facts_per_project: int = Field(default=1_000_000, ge=1)
+    max_events_per_project: int = Field(default=10_000_000, ge=1)
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable
@@ -97,9 +106,14 @@ class Settings(BaseModel):
     log_subject_ids: Literal["hashed", "plain"] = "hashed"
     #: ``HAKI_LOG_SALT``: the per-deployment secret the subject digest of the logs is keyed
     #: with (HMAC-SHA256), so a guessed subject id cannot be confirmed against the logs without
-    #: it. The stack generates one (docs/security.md, "Logs"). Unset: a random one per process
+    #: it. The stack generates one in Secrets Manager (``log_salt_secret_arn``, docs/security.md,
+    #: "Logs"). Unset: a random one per process
     #: (digests then correlate within one process only).
     log_salt: SecretStr | None = Field(default=None, min_length=16)
+    #: ``HAKI_LOG_SALT_SECRET_ARN``: deployed, the ARN of the Secrets Manager secret holding
+    #: ``log_salt`` (the stack sets it; the value never sits in the environment). The AWS edge
+    #: reads the secret at cold start (``haki_aws.secrets``) into ``log_salt``.
+    log_salt_secret_arn: str | None = Field(default=None, min_length=1)
 
     # Deployed functions reach the database through RDS Proxy with IAM auth; the CDK stack
     # sets these and the AWS edge (``haki_aws.database``) reads them from here.
