@@ -2,8 +2,8 @@
 -- their distance and excerpt, then the turns around the nearest p_neighbour_sources of them
 -- (item 'neighbour', with the source they belong to, their step from it and their distance).
 --
--- plan_cache_mode = force_custom_plan, the inlined `scope`, the graph search of haki_scan_rows
--- rows kept exactly and the bounded exact read of a scope it left short, for the reasons
+-- plan_cache_mode = force_custom_plan, the graph search of haki_scan_rows rows kept exactly and
+-- the bounded exact read of a scope it left short (haki_nearest_events_exact), for the reasons
 -- haki_nearest_facts gives.
 CREATE OR REPLACE FUNCTION haki_nearest_events(
     p_project_id text, p_subject_id text, p_query_vector vector, p_vector_top_k integer,
@@ -26,26 +26,21 @@ BEGIN
     v_scan_rows := haki_scan_rows('events', p_events_graph, p_subject_id, p_vector_top_k,
                                   p_scan_rows);
     RETURN QUERY
-    WITH scope AS NOT MATERIALIZED (
-        SELECT e.ctid, e.id, e.embedding
+    WITH scanned AS MATERIALIZED (
+        SELECT e.ctid, e.id, (e.embedding <=> p_query_vector)::float8 AS distance
         FROM events AS e
         WHERE p_use_vector_arm AND p_use_episodes
           AND e.project_id = p_project_id AND e.subject_id = p_subject_id
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
-    ),
-    scanned AS MATERIALIZED (
-        SELECT e.ctid, e.id, (e.embedding <=> p_query_vector)::float8 AS distance
-        FROM scope AS e
         ORDER BY e.embedding <=> p_query_vector
         LIMIT v_scan_rows
     ),
     exact AS MATERIALIZED (
-        SELECT e.ctid, e.id, (e.embedding <=> p_query_vector)::float8 AS distance
-        FROM (SELECT * FROM scope AS in_scope
-              WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
-              LIMIT p_max_scan_tuples::integer) AS e
-        ORDER BY distance, e.id
-        LIMIT p_vector_top_k
+        SELECT x.* FROM haki_nearest_events_exact(p_project_id, p_subject_id, p_query_vector,
+                                                   p_vector_top_k, p_max_scan_tuples::integer) AS x
+        WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
+          AND p_use_vector_arm AND p_use_episodes
+          AND NOT haki_subject_disabled(p_project_id, p_subject_id)
     ),
     nearest AS MATERIALIZED (
         (SELECT * FROM scanned

@@ -4,18 +4,17 @@
 -- plan_cache_mode = force_custom_plan: the planner chooses between the HNSW graph and an
 -- exact read of a small scope through facts_scope_idx by its estimate of the scope's size
 -- (facts_scope_stats), which needs the call's actual project and subject; a generic plan would
--- pick one path for every scope. `scope` is inlined into each reader (NOT MATERIALIZED):
--- `scanned` orders it by distance, so the planner may search the graph; `exact` does not, so
--- it never does.
+-- pick one path for every scope.
 --
 -- The graph search reads haki_scan_rows rows (more than p_vector_top_k for a slice of the
 -- graph searched, whose rows a relaxed iterative scan returns in the order it finds them) and
 -- the nearest p_vector_top_k of them are kept exactly. If it brings back fewer (it visited
 -- hnsw.max_scan_tuples before enough rows passed the scope filter: a slice of a large graph,
--- far from the question), `exact` reads at most p_max_scan_tuples rows of the scope and keeps
--- the nearest (all of a scope that small): the arm never comes back short, let alone empty,
--- while its scope holds rows. Both are MATERIALIZED so each runs once (`exact` only when
--- needed), on ids and distances only; the chosen rows are fetched back by ctid, nearest first.
+-- far from the question), `exact` (haki_nearest_facts_exact, planned only then) reads at most
+-- p_max_scan_tuples rows of the scope and keeps the nearest (all of a scope that small): the
+-- arm never comes back short, let alone empty, while its scope holds rows. Both are
+-- MATERIALIZED so each runs once, on ids and distances only; the chosen rows are fetched back
+-- by ctid, nearest first.
 CREATE OR REPLACE FUNCTION haki_nearest_facts(
     p_project_id text, p_subject_id text, p_query_vector vector, p_vector_top_k integer,
     p_scan_rows integer, p_use_vector_arm boolean, p_facts_graph text,
@@ -38,27 +37,21 @@ BEGIN
     v_scan_rows := haki_scan_rows('facts', p_facts_graph, p_subject_id, p_vector_top_k,
                                   p_scan_rows);
     RETURN QUERY
-    WITH scope AS NOT MATERIALIZED (
-        SELECT f.ctid, f.id, f.embedding
+    WITH scanned AS MATERIALIZED (
+        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
         FROM facts AS f
         WHERE p_use_vector_arm
           AND f.project_id = p_project_id AND f.subject_id = p_subject_id
           AND f.status = 'active' AND (f.valid_to IS NULL OR f.valid_to > now())
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
-    ),
-    scanned AS MATERIALIZED (
-        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
-        FROM scope AS f
         ORDER BY f.embedding <=> p_query_vector
         LIMIT v_scan_rows
     ),
     exact AS MATERIALIZED (
-        SELECT f.ctid, f.id, (f.embedding <=> p_query_vector)::float8 AS distance
-        FROM (SELECT * FROM scope AS in_scope
-              WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
-              LIMIT p_max_scan_tuples::integer) AS f
-        ORDER BY distance, f.id
-        LIMIT p_vector_top_k
+        SELECT x.* FROM haki_nearest_facts_exact(p_project_id, p_subject_id, p_query_vector,
+                                                   p_vector_top_k, p_max_scan_tuples::integer) AS x
+        WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
+          AND p_use_vector_arm AND NOT haki_subject_disabled(p_project_id, p_subject_id)
     ),
     nearest AS (
         (SELECT * FROM scanned
