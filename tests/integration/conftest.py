@@ -5,7 +5,7 @@ write API's core as its handlers will call it."""
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -121,6 +121,29 @@ def owner(urls: dict[Role, str]) -> Iterator[psycopg.Connection]:
 @pytest.fixture
 def seed(owner_conn: psycopg.Connection, project_id: str) -> Iterator[Seeder]:
     yield Seeder(owner_conn, project_id)
+
+
+def load_facts_graph(owner_url: str, project_id: str,
+                     rows: Sequence[tuple[str, np.ndarray]]) -> None:
+    """Load ``rows`` (subject, embedding) as facts of ``project_id`` in that order, without the
+    facts' HNSW graph, then build it once with the schema's own definition (minutes faster
+    than inserting into the graph row by row) and analyze the table."""
+    with connect(owner_url) as conn:
+        index_sql = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'facts_embedding_hnsw'"
+        ).fetchone()
+        assert index_sql is not None
+        conn.execute("DROP INDEX facts_embedding_hnsw")
+        with conn.transaction(), conn.cursor().copy(
+            "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN "
+            "WITH (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["text", "text", "text", "jsonb", "vector"])
+            for subject, vector in rows:
+                copy.write_row((project_id, subject, "note", '"synthetic"', vector))
+        conn.execute("SET maintenance_work_mem = '512MB'")
+        conn.execute(index_sql[0])
+        conn.execute("ANALYZE facts")
 
 
 @dataclass

@@ -73,12 +73,12 @@ def test_a_history_with_a_hole_is_refused(
     fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path, tmp_path: Path
 ) -> None:
     urls = fresh_database()
-    holed = tmp_path / "holed"
+    holed = tmp_path / "holed"  # (numbers past any real file: a new one takes the next)
     shutil.copytree(migrations_dir, holed)
-    (holed / "0002_a_change.sql").write_text("SELECT 1;\n")
-    (holed / "0003_a_later_one.sql").write_text("SELECT 1;\n")
+    (holed / "0901_a_change.sql").write_text("SELECT 1;\n")
+    (holed / "0902_a_later_one.sql").write_text("SELECT 1;\n")
     apply_migrations(urls[Role.OWNER], holed)
-    (holed / "0002_a_change.sql").unlink()
+    (holed / "0901_a_change.sql").unlink()
     with pytest.raises(MigrationError, match="missing on disk"):
         apply_migrations(urls[Role.OWNER], holed)
     # Ahead of the code, yet lacking one of its files: diverged.

@@ -19,7 +19,7 @@ from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
 from tests.conftest import acting_as_tenant
-from tests.integration.conftest import Asker
+from tests.integration.conftest import Asker, load_facts_graph
 
 pytestmark = pytest.mark.slow
 
@@ -50,24 +50,8 @@ def recall_db(fresh_database: Callable[[], dict[Role, str]]) -> tuple[dict[Role,
                 + [f"s{i:03d}" for i in range(MEDIUM_SUBJECTS) for _ in range(MEDIUM_SIZE)])
     order = rng.permutation(len(subjects))  # interleave subjects across the heap
     vectors = _clustered(rng, centroids, len(subjects))
-    with connect(urls[Role.OWNER]) as conn:
-        # Bulk load without the HNSW index, then build it once (minutes faster than inserting
-        # into the graph row by row), with the migration's own definition.
-        index_sql = conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = 'facts_embedding_hnsw'"
-        ).fetchone()
-        assert index_sql is not None
-        conn.execute("DROP INDEX facts_embedding_hnsw")
-        with conn.transaction(), conn.cursor().copy(
-            "COPY facts (project_id, subject_id, predicate, value, embedding) FROM STDIN "
-            "WITH (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["text", "text", "text", "jsonb", "vector"])
-            for i in order:
-                copy.write_row((PROJECT, subjects[i], "note", '"synthetic"', vectors[i]))
-        conn.execute("SET maintenance_work_mem = '512MB'")
-        conn.execute(index_sql[0])
-        conn.execute("ANALYZE facts")
+    load_facts_graph(urls[Role.OWNER], PROJECT,
+                     [(subjects[i], vectors[i]) for i in order])
     return urls, centroids
 
 

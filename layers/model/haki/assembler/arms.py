@@ -45,7 +45,8 @@ NEAREST_FACTS = """
 SELECT * FROM haki_nearest_facts(
     p_project_id => %(project_id)s, p_subject_id => %(subject_id)s,
     p_query_vector => %(query_vector)s, p_vector_top_k => %(depth)s,
-    p_use_vector_arm => %(use_vector_arm)s, p_facts_graph => %(graph)s,
+    p_scan_rows => %(scan_rows)s, p_use_vector_arm => %(use_vector_arm)s,
+    p_facts_graph => %(graph)s,
     p_ef_search_min => %(ef_search_min)s, p_ef_search_max => %(ef_search_max)s,
     p_rows_per_ef => %(rows_per_ef)s, p_max_scan_tuples => %(max_scan_tuples)s,
     p_horizon_slow_seconds => %(horizon_slow_seconds)s,
@@ -57,8 +58,8 @@ NEAREST_EVENTS = """
 SELECT * FROM haki_nearest_events(
     p_project_id => %(project_id)s, p_subject_id => %(subject_id)s,
     p_query_vector => %(query_vector)s, p_vector_top_k => %(depth)s,
-    p_use_vector_arm => %(use_vector_arm)s, p_use_episodes => %(use_episodes)s,
-    p_events_graph => %(graph)s,
+    p_scan_rows => %(scan_rows)s, p_use_vector_arm => %(use_vector_arm)s,
+    p_use_episodes => %(use_episodes)s, p_events_graph => %(graph)s,
     p_ef_search_min => %(ef_search_min)s, p_ef_search_max => %(ef_search_max)s,
     p_rows_per_ef => %(rows_per_ef)s, p_max_scan_tuples => %(max_scan_tuples)s,
     p_neighbour_sources => %(neighbour_sources)s, p_excerpt_chars => %(excerpt_chars)s,
@@ -83,11 +84,13 @@ def _horizons(config: RetrievalConfig) -> dict[str, float]:
 
 def _search(config: RetrievalConfig, request: ContextRequest, table: Literal["facts", "events"],
             vector: np.ndarray) -> dict[str, Any]:
-    """What both vector arms take: the vector, the call's depth and the breadth of the graph
-    searched (the subject's own graph when it has one)."""
+    """What both vector arms take: the vector, the call's depth, how many rows the graph
+    search reads at least when the scope is a slice of the graph, and the breadth of the
+    graph searched (the subject's own graph when it has one)."""
     return {
         "project_id": request.project, "subject_id": request.subject_id,
         "query_vector": vector, "depth": config.vector_depth(request.budget_tokens),
+        "scan_rows": config.vector_scan_rows,
         "use_vector_arm": config.use_vector_arm,
         "graph": f"public.{graph_name(table, request.project, request.subject_id)}",
         "ef_search_min": config.hnsw_ef_search_min,

@@ -82,7 +82,16 @@ class RetrievalConfig:
     hnsw_ef_search_min: int = 100
     hnsw_ef_search_max: int = 1000
     hnsw_rows_per_ef: int = 1000
+    #: The most tuples one graph search visits; a search left short by it (a slice of a large
+    #: graph, far from the question) is completed by an exact read of at most this many rows
+    #: of the scope, so the arm is never left short while its scope holds rows.
     hnsw_max_scan_tuples: int = 20_000
+    #: A vector arm whose scope is a slice of the graph it searches (the search's first batch,
+    #: ``ef_search`` rows of the graph, is not expected to hold ``depth`` rows of the scope)
+    #: reads at least this many rows and keeps the nearest ``depth`` exactly: past its first
+    #: batch a relaxed iterative scan returns rows in the order it finds them, not nearest
+    #: first (docs/decisions/2026-12-05-vector-arm-short-results.md).
+    vector_scan_rows: int = 288
     #: Recall floor (``HAKI_RECALL_MAX_DISTANCE``): a ranked fact or episode whose cosine
     #: distance exceeds it is excluded ``below_relevance_floor``; 0 turns the floor off.
     recall_max_distance: float = 0.0
