@@ -68,7 +68,7 @@ def test_recall_and_inspect_over_stdio(haki_server: Server):
     assert not any(annotations[name].read_only_hint for name in WRITE_TOOLS)
     assert not recalled.is_error
     data = recalled.structured_content
-    assert data["memory"].startswith("<haki_memory>\nFacts:\n") and data["trace_id"]
+    assert data["memory"].startswith("<haki_memory>\n[f1] ") and data["trace_id"]
     assert data["token_count"] <= 200 and data["warnings"]
     assert text(recalled).startswith(data["memory"])
     assert text(recalled).endswith(f"trace_id: {data['trace_id']}")
@@ -157,7 +157,7 @@ def test_remember_says_who_said_a_message_and_recall_shows_it(haki_server: Serve
     assert again.structured_content == {"event_id": event_id, "deduplicated": True}
     assert answered.structured_content["event_id"] != event_id
     memory = recalled.structured_content["memory"].split("\n")
-    assert f"- [2026-11-20 10:07Z] user (Ana): {said}" in memory
+    assert "## 2026-11-20" in memory and f"[e1] 10:07 user (Ana): {said}" in memory
     assert nameless.is_error and text(nameless).startswith("validation_error: name goes with role")
     assert other_kind.is_error and text(other_kind).startswith("validation_error: ")
     assert "support.ticket" in text(other_kind)

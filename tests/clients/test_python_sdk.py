@@ -74,7 +74,8 @@ def test_context_inspect_and_stats(haki: HakiClient):
     assert answer.served and answer.packet.facts and answer.token_count <= 120
     assert {f.predicate for f in answer.packet.facts} >= {"preferred_language"}
     block = render(answer)
-    assert block.startswith("<haki_memory>\nFacts:\n- ") and block.endswith("</haki_memory>")
+    assert block.startswith("<haki_memory>\n[f1] ") and block.endswith("</haki_memory>")
+    assert answer.token_count == len(block) // 4  # the budget bounds the block
     assert block == answer.block
 
     trace = haki.inspect(answer.trace_id, subject_id=DEMO_SUBJECT)
@@ -381,8 +382,10 @@ def test_a_conversation_is_written_once_and_served_with_its_speakers(haki: HakiC
                           purpose="support_reply", budget_tokens=4000, render=True)
     speakers = {(e.event_id, e.role, e.name) for e in answer.packet.episodes}
     assert (ids[0], "user", "Ana") in speakers
-    assert ("- [2026-11-20 10:07Z] user (Ana): I just moved to Porto, please send my "
-            "invoices there.") in render(answer).split("\n")
+    lines = render(answer).split("\n")
+    said = lines.index("## 2026-11-20") + 1
+    assert lines[said].endswith(" 10:07 user (Ana): I just moved to Porto, please send my "
+                                "invoices there.") and lines[said].startswith("[e")
 
     # The same message id for other words is refused, and nothing of the batch is written.
     reused = error_of(lambda: haki.write_messages(who, [

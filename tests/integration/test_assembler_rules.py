@@ -24,7 +24,7 @@ from haki.assembler.fusion import rrf_score
 from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
 from haki.models import ContextRequest
-from haki.text import estimate_tokens, fact_text
+from haki.text import fact_text
 from haki.validation import parse
 from haki_local.baselines import PLANNER_SETTINGS, SeedConfig, seed_parameters
 from haki_local.protocol import count_protocol
@@ -34,6 +34,10 @@ Q = unit_vector(1)
 SEED = SeedConfig()
 FUSED = DEFAULT_CONFIG
 RANKINGS: dict[str, RetrievalConfig] = {"fused": FUSED, "seed": SEED}
+
+def block_tokens(*lines: str) -> int:
+    """The estimate of a block holding ``lines`` (a header is as long on any day)."""
+    return len("\n".join(["<haki_memory>", *lines, "</haki_memory>"])) // 4
 
 
 @pytest.fixture(params=sorted(RANKINGS))
@@ -193,7 +197,7 @@ def test_budget_exact_fit_and_one_short(
 ) -> None:
     value = "French, for every invoice and letter"
     fact = seed.fact("preferred_language", value, close(1))
-    tokens = estimate_tokens(fact_text("preferred_language", value))
+    tokens = block_tokens(f"[f1] {fact_text('preferred_language', value)}")
     fits = ask("x", Q, budget=tokens, config=preset)
     assert served(fits) == [fact] and fits.response.token_count == tokens
     short = ask("x", Q, budget=tokens - 1, config=preset)
@@ -325,7 +329,7 @@ def test_multi_hop_off_and_without_budget(seed: Seeder, ask: Asker) -> None:
     assert linked not in served(ask("who is the manager", Q, budget=5000,
                                     config=replace(SEED, use_multi_hop=False)))
     tight = ask("who is the manager", Q,
-                budget=estimate_tokens("manager: her manager is Bernard"), config=SEED)
+                budget=block_tokens("[f1] manager: her manager is Bernard"), config=SEED)
     assert served(tight) == [manager]
 
 
@@ -356,7 +360,7 @@ def test_episodes_come_after_facts_in_the_same_budget(
 ) -> None:
     fact = seed.fact("note", "a fact of some length here", close(1))
     event = seed.event("conversation.message", {"text": "an episode of some length"}, close(2))
-    fact_tokens = estimate_tokens(fact_text("note", "a fact of some length here"))
+    fact_tokens = block_tokens("[f1] note: a fact of some length here")
     both = ask("x", Q, budget=1000, config=SEED)
     assert [e.event_id for e in both.response.packet.episodes] == [event]
     only_fact = ask("x", Q, budget=fact_tokens, config=SEED)
@@ -554,7 +558,7 @@ def test_fused_an_episode_can_outrank_a_fact_in_one_budget(
     fact = seed.fact("note", "a fact of some length here", close(1, 0.4))
     event = seed.event("conversation.message", {"text": "an episode of some length"},
                        close(2, 0.1))
-    budget = estimate_tokens("an episode of some length")
+    budget = block_tokens("## 2026-01-01", "[e1] 00:00 an episode of some length")
     fused = ask("x", Q, budget=budget, config=FUSED)
     assert [e.event_id for e in fused.response.packet.episodes] == [event]
     assert served(fused) == []
@@ -674,9 +678,11 @@ def test_neighbours_come_in_around_the_best_episode(
     turns = _turns(seed, 7, best=3)
     config = replace(FUSED, vector_top_k=1, use_text_arm=False)
     result = ask("x", Q, config=config)
-    assert [e.event_id for e in result.response.packet.episodes] == [
-        turns[3], *sorted([turns[2], turns[4]]), *sorted([turns[1], turns[5]])]
+    # Decided best first; shown in the order they were said.
+    assert [e.event_id for e in result.response.packet.episodes] == turns[1:6]
     rows = decisions_by_event(owner_conn, result)
+    assert sorted(rows, key=lambda event: rows[event]["ordinal"]) == [
+        turns[3], *sorted([turns[2], turns[4]]), *sorted([turns[1], turns[5]])]
     source = rows[turns[3]]
     assert (source["reason_code"], source["vector_rank"]) == ("episode_match", 1)
     for offset in (1, 2):

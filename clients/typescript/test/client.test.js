@@ -38,7 +38,7 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.equal(answer.served, true);
     assert.ok(answer.packet.facts.length > 0 && answer.token_count <= 120);
     assert.ok(answer.packet.facts.some((f) => f.predicate === "preferred_language"));
-    assert.match(render(answer), /^<haki_memory>\nFacts:\n- [^]*<\/haki_memory>$/);
+    assert.match(render(answer), /^<haki_memory>\n\[f1\] [^]*<\/haki_memory>$/);
     assert.equal(render(answer), answer.block);
     const plain = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", budget_tokens: 120 });
     assert.equal("block" in plain, false);

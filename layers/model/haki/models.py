@@ -126,6 +126,8 @@ class PacketEpisode(_Strict):
     #: None for an episode that is not a message.
     role: str | None = None
     name: str | None = None
+    #: The conversation thread the episode belongs to; None when it has none.
+    thread_id: str | None = None
 
 
 class ContextPacket(_Strict):

@@ -57,10 +57,16 @@ class EpisodeCandidate:
     payload: dict[str, Any]
     occurred_at: datetime
     distance: float
+    #: The event's thread (None: none) and its place in the order events were written
+    #: (``events.seq``): the messages of one batch share a time but not a place.
+    thread_id: str | None = None
+    seq: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> "EpisodeCandidate":
-        return cls(**{name: row[name] for name in cls.__slots__})
+        return cls(id=row["id"], kind=row["kind"], payload=row["payload"],
+                   occurred_at=row["occurred_at"], distance=row["distance"],
+                   thread_id=row.get("thread_id"), seq=row.get("seq") or 0)
 
     @property
     def similarity(self) -> float:
