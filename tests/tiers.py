@@ -32,6 +32,7 @@ TIER_OF_FILE = {
     "tests/integration/test_stored_time_repair.py": "model",
     "tests/integration/test_write_conflicts.py": "model",
     "tests/integration/test_write_events.py": "model",
+    "tests/integration/test_threads.py": "model",
     "tests/integration/test_write_facts.py": "model",
     "tests/integration/test_write_forget.py": "model",
     "tests/integration/test_write_lifecycle.py": "model",

@@ -48,7 +48,13 @@ from haki_aws.auth import key_scope
 from haki_aws.database import runtime_database
 from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, logger, traced
-from haki_aws.params import CursorQuery, PageLimitQuery, PredicateQuery, ScopeQuery
+from haki_aws.params import (
+    CursorQuery,
+    PageLimitQuery,
+    PredicateQuery,
+    ScopeQuery,
+    ThreadQuery,
+)
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
@@ -77,13 +83,15 @@ def get_facts(
 def get_events(
     project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    thread_id: ThreadQuery = None,
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> EventPage:
     scope = key_scope(app, project_id)
     log_scope(scope, subject_id)
     request = parse(EventListRequest, {
-        "project_id": project_id, "subject_id": subject_id, "cursor": cursor, "limit": limit})
+        "project_id": project_id, "subject_id": subject_id, "thread_id": thread_id,
+        "cursor": cursor, "limit": limit})
     return list_events(db, scope, request)
 
 

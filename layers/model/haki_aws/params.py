@@ -13,6 +13,10 @@ ScopeQuery = Annotated[
 #: The same, optional (absent means "the whole project").
 OptionalScopeQuery = Annotated[
     str | None, Query(min_length=1, max_length=SCOPE_MAX_CHARS, pattern=SCOPE_PATTERN)]
+#: A conversation thread to filter on (the rules of a scope id).
+ThreadQuery = Annotated[
+    str | None, Query(min_length=1, max_length=SCOPE_MAX_CHARS, pattern=SCOPE_PATTERN,
+                      description="only the events of this conversation thread")]
 
 #: A listing's page size: 1–200, 50 when absent (``haki.memory.api``).
 PageLimitQuery = Annotated[int, Query(ge=1, le=MAX_PAGE)]

@@ -48,8 +48,9 @@ log = logging.getLogger(__name__)
 
 _INSERT_EVENT = """
 INSERT INTO events (
-    id, project_id, subject_id, kind, payload, occurred_at, idempotency_key, embedding)
-VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(kind)s, %(payload)s,
+    id, project_id, subject_id, thread_id, kind, payload, occurred_at, idempotency_key,
+    embedding)
+VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(thread_id)s, %(kind)s, %(payload)s,
         coalesce(%(occurred_at)s, now()), %(idempotency_key)s, %(embedding)s)
 """
 
@@ -57,8 +58,8 @@ VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(kind)s, %(payload)s,
 #: (event ids are unique per project: the primary key is (project_id, id), 0017).
 UPSERT_EVENT = _INSERT_EVENT + """
 ON CONFLICT (project_id, id) DO UPDATE SET
-    kind = EXCLUDED.kind, payload = EXCLUDED.payload, occurred_at = EXCLUDED.occurred_at,
-    embedding = EXCLUDED.embedding
+    thread_id = EXCLUDED.thread_id, kind = EXCLUDED.kind, payload = EXCLUDED.payload,
+    occurred_at = EXCLUDED.occurred_at, embedding = EXCLUDED.embedding
 WHERE events.project_id = EXCLUDED.project_id AND events.subject_id = EXCLUDED.subject_id
 """
 
@@ -70,7 +71,7 @@ INSERT_EVENT_ONCE = _INSERT_EVENT + "ON CONFLICT DO NOTHING RETURNING id"
 
 #: The project's events a batch names by id (primary key) or key (events_idempotency_key_idx).
 SELECT_STORED = """
-SELECT id, idempotency_key, subject_id, kind, payload, occurred_at
+SELECT id, idempotency_key, subject_id, thread_id, kind, payload, occurred_at
 FROM events
 WHERE project_id = %(project_id)s
   AND (id = ANY (%(ids)s) OR idempotency_key = ANY (%(keys)s))
@@ -81,13 +82,15 @@ Handle = tuple[str, UUID | str]
 
 
 def event_row(
-    *, id: UUID, project_id: str, subject_id: str, kind: str, payload: dict[str, Any],
-    occurred_at: datetime | None, idempotency_key: str | None, embedding: np.ndarray,
+    *, id: UUID, project_id: str, subject_id: str, thread_id: str | None, kind: str,
+    payload: dict[str, Any], occurred_at: datetime | None, idempotency_key: str | None,
+    embedding: np.ndarray,
 ) -> dict[str, object]:
     """Parameters of :data:`UPSERT_EVENT` / :data:`INSERT_EVENT_ONCE`."""
-    return {"id": id, "project_id": project_id, "subject_id": subject_id, "kind": kind,
-            "payload": Jsonb(payload), "occurred_at": occurred_at,
-            "idempotency_key": idempotency_key, "embedding": embedding}
+    return {"id": id, "project_id": project_id, "subject_id": subject_id,
+            "thread_id": thread_id, "kind": kind, "payload": Jsonb(payload),
+            "occurred_at": occurred_at, "idempotency_key": idempotency_key,
+            "embedding": embedding}
 
 
 #: The namespace of the event ids derived from messages (uuid5): fixed forever, since a retry
@@ -130,8 +133,9 @@ class Batch:
             raise MissingScope("field 'subject_id' is required with messages (every call "
                                "names its scope, 1 to 128 characters)")
         return cls("messages", [
-            EventIn(subject_id=subject_id, kind=MESSAGE_KIND, occurred_at=m.occurred_at,
-                    payload=m.payload(), id=message_event_id(subject_id, m))
+            EventIn(subject_id=subject_id, thread_id=request.thread_id, kind=MESSAGE_KIND,
+                    occurred_at=m.occurred_at, payload=m.payload(),
+                    id=message_event_id(subject_id, m))
             for m in messages
         ], ["id" if m.id is not None else "message_id" if m.message_id is not None
             else "occurred_at" for m in messages])
@@ -185,6 +189,7 @@ def _stored(
 def _same_event(event: EventIn, stored: dict[str, Any]) -> bool:
     """Whether a replay describes the stored event (``occurred_at`` only when it gives one)."""
     return (stored["subject_id"] == event.subject_id and stored["kind"] == event.kind
+            and stored["thread_id"] == event.thread_id
             and stored["payload"] == event.payload
             and (event.occurred_at is None or stored["occurred_at"] == event.occurred_at))
 
@@ -220,8 +225,9 @@ def ingest_events(
             cursor = conn.cursor()
             cursor.executemany(INSERT_EVENT_ONCE, [
                 event_row(id=ids[index], project_id=project_id, subject_id=e.subject_id,
-                          kind=e.kind, payload=e.payload, occurred_at=e.occurred_at,
-                          idempotency_key=e.idempotency_key, embedding=vector)
+                          thread_id=e.thread_id, kind=e.kind, payload=e.payload,
+                          occurred_at=e.occurred_at, idempotency_key=e.idempotency_key,
+                          embedding=vector)
                 for (index, e), vector in zip(fresh, vectors, strict=True)
             ], returning=True)
             for _ in cursor.results():
