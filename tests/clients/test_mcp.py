@@ -134,6 +134,22 @@ def test_forget_disable_then_enable_serves_the_subject_again(haki_server: Server
     assert said in served.structured_content["memory"]
 
 
+def test_remember_takes_a_thread_and_recall_narrows_to_it(haki_server: Server):
+    who = f"mcp-{uuid.uuid4().hex[:10]}"
+    _, [_, _, recalled] = run(settings(haki_server), [
+        ("remember", {"subject_id": who, "text": "Book the quiet carriage to Lyon.",
+                      "role": "user", "thread_id": "chat-1", "idempotency_key": "m-1"}),
+        ("remember", {"subject_id": who, "text": "Asked about a train to Lyon by phone.",
+                      "thread_id": "phone"}),
+        ("recall", {"subject_id": who, "query": "train to Lyon", "thread_id": "chat-1"}),
+    ])
+    memory = recalled.structured_content["memory"].split("\n")
+    assert any(line.endswith(" · chat-1") for line in memory)
+    assert any(line.endswith(" user: Book the quiet carriage to Lyon.") for line in memory)
+    assert not any("by phone" in line for line in memory)
+    assert recalled.structured_content["token_count"] == len("\n".join(memory)) // 4
+
+
 def test_remember_says_who_said_a_message_and_recall_shows_it(haki_server: Server):
     who = f"mcp-{uuid.uuid4().hex[:10]}"
     said = "I just moved to Porto, please send my invoices there."

@@ -359,6 +359,22 @@ def test_a_remembered_event_is_served_by_the_next_context_call(haki: HakiClient)
     assert len({e.id for e in batch.events}) == 2 and not any(e.deduplicated for e in batch.events)
 
 
+def test_a_thread_round_trips_and_narrows_the_episodes(haki: HakiClient):
+    who = subject()
+    trip = haki.write_messages(who, [
+        {"role": "user", "message_id": "t-1", "content": "Book the quiet carriage to Lyon."},
+        {"role": "assistant", "message_id": "t-2", "content": "Quiet carriage to Lyon booked."},
+    ], thread_id="trip-lyon")
+    phone = haki.remember_event(who, "Asked about a train to Lyon by phone.", thread_id="phone")
+    listed = haki.list_events(who, thread_id="trip-lyon").events
+    assert [e.id for e in listed] == [e.id for e in trip.events][::-1]  # newest first
+    assert {e.thread_id for e in haki.list_events(who).events} == {"trip-lyon", "phone"}
+    answer = haki.context(who, "train to Lyon", thread_id="trip-lyon", render=True)
+    assert [e.event_id for e in answer.packet.episodes] == [e.id for e in trip.events]
+    assert phone.id not in {e.event_id for e in answer.packet.episodes}
+    assert any(line.endswith(" · trip-lyon") for line in render(answer).split("\n"))
+
+
 def conversation() -> list[dict | MessageIn]:
     """A turn with roles and a speaker's name, each message with an id of the caller's."""
     return [
@@ -506,7 +522,7 @@ def test_async_writes(haki_server: Server):
                 (e.id, True) for e in written.events]
             answer = await client.context(who, "Where should the invoices be sent? Porto",
                                           budget_tokens=4000, render=True)
-            assert "] user (Ana): I just moved to Porto" in render(answer)
+            assert " 10:07 user (Ana): I just moved to Porto" in render(answer)
             assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
 
     asyncio.run(run())

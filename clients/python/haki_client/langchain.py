@@ -10,7 +10,8 @@ documents = retriever.invoke("Which language should we write to Marie in?")
 ```
 
 One call of the retriever is one ``POST /v1/context``: the service chooses what fits the budget
-(facts, then episodes, as the packet orders them) and records why in the trace. Each served
+(facts, then episodes, as the packet orders them: each conversation thread's and day's in the
+order they were said) and records why in the trace. Each served
 fact or episode becomes a :class:`~langchain_core.documents.Document` whose metadata carries
 its id, its ``kind`` (``fact`` or ``episode``) and the call's ``trace_id`` (for
 ``client.inspect``); with ``block=True`` the retriever returns one document, the rendered
@@ -55,7 +56,7 @@ def _episode(episode: PacketEpisode, common: dict[str, Any]) -> Document:
         page_content=episode.excerpt,
         metadata={**common, "kind": "episode", "id": str(episode.event_id),
                   "event_kind": episode.kind, "occurred_at": episode.occurred_at.isoformat(),
-                  "role": episode.role, "name": episode.name})
+                  "role": episode.role, "name": episode.name, "thread_id": episode.thread_id})
 
 
 def documents(answer: ContextResponse, *, block: bool = False) -> list[Document]:
@@ -85,8 +86,11 @@ class HakiRetriever(BaseRetriever):
     subject_id: str
     #: Why the memory is asked for (recorded in the trace; without one the packet warns).
     purpose: str | None = "langchain_retriever"
-    #: The budget of the packet in tokens; None: the service's default.
+    #: The budget in tokens; None: the service's default. It bounds the rendered block
+    #: (tags and headers included) whether or not ``block`` asks for it.
     budget_tokens: int | None = Field(default=None, gt=0)
+    #: Only the episodes of this conversation thread (the facts stay the subject's).
+    thread_id: str | None = None
     #: Return the rendered ``<haki_memory>`` block as one document.
     block: bool = False
     #: None: the client's project.
@@ -99,7 +103,7 @@ class HakiRetriever(BaseRetriever):
             raise ValueError("HakiRetriever needs a client (HakiClient) to run synchronously")
         answer = self.client.context(
             self.subject_id, query, purpose=self.purpose, budget_tokens=self.budget_tokens,
-            render=self.block, project_id=self.project_id)
+            render=self.block, thread_id=self.thread_id, project_id=self.project_id)
         return documents(answer, block=self.block)
 
     async def _aget_relevant_documents(
@@ -109,5 +113,5 @@ class HakiRetriever(BaseRetriever):
             return await super()._aget_relevant_documents(query, run_manager=run_manager)
         answer = await self.async_client.context(
             self.subject_id, query, purpose=self.purpose, budget_tokens=self.budget_tokens,
-            render=self.block, project_id=self.project_id)
+            render=self.block, thread_id=self.thread_id, project_id=self.project_id)
         return documents(answer, block=self.block)

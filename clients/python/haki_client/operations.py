@@ -65,7 +65,7 @@ CALL = Operation("GET", "/v1/calls/{trace_id}", CallDetail, query=("project_id",
 STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
-                        query=("project_id", "subject_id", "cursor", "limit"))
+                        query=("project_id", "subject_id", "thread_id", "cursor", "limit"))
 
 # The writes. Events are idempotent because the client gives every event an idempotency key
 # (haki_client.client): a replay returns the stored id. The others may have run when an

@@ -370,6 +370,11 @@ export interface components {
             render: boolean;
             /** Subject Id */
             subject_id: string;
+            /**
+             * Thread Id
+             * @description Narrows the episodes to this conversation thread of the subject; facts stay subject-wide.
+             */
+            thread_id?: string | null;
         };
         /** ContextResponse */
         ContextResponse: {
@@ -428,6 +433,8 @@ export interface components {
             };
             /** Subject Id */
             subject_id: string;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** EventPage */
         EventPage: {
@@ -459,6 +466,8 @@ export interface components {
              * Format: date-time
              */
             recorded_at: string;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** EventWritten */
         EventWritten: {
@@ -473,7 +482,8 @@ export interface components {
         /**
          * EventsRequest
          * @description A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
-         *     conversation): one of the two lists.
+         *     conversation, optionally of one ``thread_id``): one of the two lists. The messages of a
+         *     batch are said in the order listed.
          */
         EventsRequest: {
             /** Events */
@@ -484,6 +494,8 @@ export interface components {
             project_id: string;
             /** Subject Id */
             subject_id?: string | null;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** EventsResponse */
         EventsResponse: {
@@ -744,6 +756,8 @@ export interface components {
             occurred_at: string;
             /** Role */
             role?: string | null;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** PacketFact */
         PacketFact: {
@@ -1384,6 +1398,8 @@ export interface operations {
             query: {
                 project_id: string;
                 subject_id: string;
+                /** @description only the events of this conversation thread */
+                thread_id?: string | null;
                 cursor?: string | null;
                 limit?: number;
             };

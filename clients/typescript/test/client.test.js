@@ -250,6 +250,22 @@ describe("retries, timeouts and fail-open", () => {
     } finally { await s.close(); }
   });
 
+  test("a thread goes with the messages, the context call and the listing", async () => {
+    const written = { status: 201, body: { events: [{ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", deduplicated: false }] } };
+    const page = { status: 200, body: { events: [], next_cursor: null } };
+    const s = await stub([written, OK, page]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p" });
+      await client.writeMessages("s", [{ role: "user", content: "hi", message_id: "m-1" }], { threadId: "t-1" });
+      await client.context({ subject_id: "s", query: "q", thread_id: "t-1" });
+      await client.listEvents({ subject_id: "s", thread_id: "t-1" });
+      const [messages, context] = s.requests.slice(0, 2).map((r) => JSON.parse(r.body));
+      assert.equal(messages.thread_id, "t-1");
+      assert.equal(context.thread_id, "t-1");
+      assert.equal(s.requests[2].url, "/v1/events?subject_id=s&thread_id=t-1&project_id=p");
+    } finally { await s.close(); }
+  });
+
   test("retries give up after maxRetries", async () => {
     const s = await stub([UNAVAILABLE, UNAVAILABLE, UNAVAILABLE, UNAVAILABLE]);
     try {

@@ -22,7 +22,7 @@ class EventListRequest(_Scoped):
 
 class EventView(_Body):
     id: UUID
-    thread_id: str | None
+    thread_id: str | None = None
     kind: str
     payload: dict[str, Any]
     occurred_at: datetime
