@@ -59,7 +59,7 @@ def test_render_block() -> None:
         warnings=[], status="ok", empty_reason=None)
     assert render_packet(packet).splitlines() == [
         "<haki_memory>",
-        "[f1] preferred language: fr (since 2025-03-01, confidence 0.90, unconfirmed)",
+        "[f1] preferred language: fr (since 2025-03-01, unconfirmed)",
         "## 2026-01-02",
         "[e1] 00:00 call: asked for a refund",
         "## 2026-01-03",

@@ -71,12 +71,12 @@ def render_packet(packet: ContextPacket) -> str:
 
 
 def fact_line(number: int, fact: PacketFact) -> str:
-    """``[f1] preferred language: fr (since 2026-11-27, confidence 0.90, unconfirmed)``."""
+    """``[f1] preferred language: fr (since 2026-11-27, unconfirmed)``. A fact's confidence
+    stays in the packet: on every line of a fact-heavy block it cost a sixth of the budget
+    and carried no memory (docs/decisions/2026-12-05-compact-block.md)."""
     notes = []
     if fact.valid_from is not None:
         notes.append(f"since {fact.valid_from.astimezone(UTC).date().isoformat()}")
-    if fact.confidence is not None:
-        notes.append(f"confidence {fact.confidence:.2f}")
     if fact.unconfirmed:
         notes.append("unconfirmed")
     suffix = f" ({', '.join(notes)})" if notes else ""
