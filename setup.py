@@ -1,6 +1,7 @@
-"""The wheel of the service carries its SQL migrations: the build copies ``migrations/*.sql``
-into ``haki/db/migrations_sql``, where the migration runner looks first (the Lambda layer's
-build does the same). All other metadata is in pyproject.toml."""
+"""The wheel of the service carries its SQL migrations: the build copies ``migrations/`` (the
+numbered files and ``functions/``) into ``haki/db/migrations_sql``, where the migration runner
+looks first (the Lambda layer's build does the same). All other metadata is in pyproject.toml.
+"""
 
 import shutil
 from pathlib import Path
@@ -17,9 +18,8 @@ class BuildWithMigrations(build_py):
         if self.editable_mode:  # an editable install reads the checkout's migrations/
             return
         target = Path(self.build_lib) / "haki" / "db" / "migrations_sql"
-        target.mkdir(parents=True, exist_ok=True)
-        for sql in sorted(MIGRATIONS.glob("*.sql")):
-            shutil.copyfile(sql, target / sql.name)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(MIGRATIONS, target, ignore=shutil.ignore_patterns("*.md"))
 
 
 setup(cmdclass={"build_py": BuildWithMigrations})

@@ -12,7 +12,12 @@ from moto import mock_aws
 
 from functions.migrate import app
 from haki.db import Role
-from haki.db.migrate import apply_migrations, default_migrations_dir, load_migrations
+from haki.db.migrate import (
+    apply_migrations,
+    default_migrations_dir,
+    load_migrations,
+    load_routines,
+)
 from haki.db.scope_indexes import graph_name
 from haki.settings import get_settings
 
@@ -38,7 +43,8 @@ def test_handler_migrates_then_noops_and_keeps_schema_on_delete(
         updated = app.handler({**event, "RequestType": "Update"}, None)
         deleted = app.handler({"RequestType": "Delete",
                                "PhysicalResourceId": created["PhysicalResourceId"]}, None)
-    assert created["Data"]["AppliedCount"] == len(load_migrations(default_migrations_dir()))
+    assert created["Data"]["AppliedCount"] == len(
+        load_migrations(default_migrations_dir()) + load_routines(default_migrations_dir()))
     assert updated["Data"]["AppliedCount"] == 0
     assert deleted == {"PhysicalResourceId": created["PhysicalResourceId"]}
     with psycopg.connect(urls[Role.OWNER]) as conn:

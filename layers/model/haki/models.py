@@ -192,8 +192,8 @@ class TraceDecision:
     expanded_from: UUID | None = None
 
 
-#: A call's decisions are stored as one row of parallel arrays (``context_traces``, migration
-#: 0014): each array column with the :class:`TraceDecision` field whose values it holds, in
+#: A call's decisions are stored as one row of parallel arrays (``context_traces``): each
+#: array column with the :class:`TraceDecision` field whose values it holds, in
 #: order. Every statement that writes or rewrites a trace row takes its column list from here.
 TRACE_ARRAYS: tuple[tuple[str, str], ...] = (
     ("ordinals", "ordinal"), ("fact_ids", "fact_id"), ("event_ids", "event_id"),

@@ -11,7 +11,8 @@ DATABASE_NAME = "haki"
 
 
 class Role(StrEnum):
-    """Database roles (created by migration 0001). Each process uses the least it needs."""
+    """Database roles (created by migrations/0001_schema.sql). Each process uses the least it
+    needs."""
 
     #: Migrations and the admin CLI (keys); member of ``haki_admin``.
     OWNER = "owner"

@@ -299,10 +299,8 @@ def build(args: argparse.Namespace) -> None:
         for package in ("haki", "haki_aws"):
             if (REPO / "layers/model" / package).is_dir():
                 shutil.copytree(REPO / "layers/model" / package, site / package, ignore=ignore)
-        migrations = site / "haki/db/migrations_sql"
-        migrations.mkdir(parents=True, exist_ok=True)
-        for sql in sorted((REPO / "migrations").glob("*.sql")):
-            shutil.copyfile(sql, migrations / sql.name)
+        shutil.copytree(REPO / "migrations", site / "haki/db/migrations_sql",
+                        ignore=shutil.ignore_patterns("*.md"))
         copy_models(args.models, args.providers, staging / "haki" / "models")
         models_bytes = folder_bytes(staging / "haki" / "models")
 

@@ -1,17 +1,16 @@
 """The fused ranking's candidates: its three statements and the merge of their rows.
 
-Each statement is a call of an SQL function that holds it (defined by migration 0017, which
-adds the disabled-subject gate to 0016's; since 0019 ``haki_episode_excerpt`` cuts the episode
-rows and keeps a message's role and name; since 0020 the event rows carry their thread and
-their place in the written order, and a thread can narrow the episodes): ``haki_text_arm``
-(the idf text arm with the turns around its episodes), ``haki_nearest_facts`` and
-``haki_nearest_events`` (the vector arm, each over its own HNSW graph, the events with the
-turns around the nearest few). A
-function keeps its statement's parse tree, and its plan where one can be reused, for the life
-of the connection; statements are never prepared, which would pin a client to one backend
-behind RDS Proxy. Each call below takes exactly the parameters its function declares, built
-from the request and the configuration; each sends its statement and returns the cursor,
-whose rows the caller fetches when it needs them (in a pipeline, a fetch is a round trip).
+Each statement is a call of the SQL function that holds it (migrations/functions/):
+``haki_text_arm`` (the idf text arm with the turns around its episodes), ``haki_nearest_facts``
+and ``haki_nearest_events`` (the vector arm, each over its own HNSW graph, the events with the
+turns around the nearest few); a request's ``thread_id`` narrows the episodes, and every event
+row carries its thread and its place in the written order (``seq``). A function keeps its
+statement's parse tree, and its plan where one can be reused, for the life of the connection;
+statements are never prepared, which would pin a client to one backend behind RDS Proxy. Each
+call below takes exactly the parameters its function declares, built from the request and the
+configuration; each sends its statement and returns the cursor, whose rows the caller fetches
+when it needs them (in a pipeline, a fetch is a round trip). Fetched rows are read, never
+changed.
 """
 
 from collections.abc import Sequence
@@ -69,18 +68,12 @@ SELECT * FROM haki_nearest_events(
     p_thread_id => %(thread_id)s)
 """
 
+SUBJECT_DISABLED = """
+SELECT haki_subject_disabled(%(project_id)s, %(subject_id)s)
+"""
+
 Rows = list[DictRow]
 Cursor = psycopg.Cursor[DictRow]
-
-#: The text arm's row (``item``) saying the subject is disabled (0017): every arm then returns
-#: nothing of it.
-SUBJECT_DISABLED = "subject_disabled"
-
-
-def subject_disabled(text: Rows) -> tuple[bool, Rows]:
-    """Whether the text arm's rows say the subject is disabled, and its other rows."""
-    rows = [row for row in text if row["item"] != SUBJECT_DISABLED]
-    return len(rows) != len(text), rows
 
 
 def _horizons(config: RetrievalConfig) -> dict[str, float]:
@@ -148,15 +141,21 @@ def nearest_events(conn: psycopg.Connection, request: ContextRequest, config: Re
         "use_neighbours": config.use_neighbours, "thread_id": request.thread_id})
 
 
+def subject_disabled(conn: psycopg.Connection, request: ContextRequest) -> bool:
+    """Whether the subject is disabled (``POST /v1/forget``): every arm then returned nothing
+    of it. Asked only of a call that found no candidate, so it costs the others nothing."""
+    row = conn.execute(SUBJECT_DISABLED, {"project_id": request.project_id,
+                                          "subject_id": request.subject_id}).fetchone()
+    return bool(row and row[0])
+
+
 @dataclass(frozen=True)
 class Neighbourhood:
     """The neighbouring turns of every episode that can be a neighbour source: ``rows``
     (``item`` 'neighbour'; the text arm's bring their embedding, the nearest events' their
-    distance), the nearest events by id (for the turns sent without their payload), and the
-    query vector (float64)."""
+    distance) and the query vector (float64)."""
 
     rows: list[DictRow]
-    nearest: dict[UUID, DictRow]
     query: np.ndarray
 
     def links(self, source_ids: Sequence[UUID], candidate_ids: set[UUID]) -> list[NeighbourLink]:
@@ -175,11 +174,10 @@ class Neighbourhood:
                 turns.items(), key=lambda turn: (order[turn[0][0]], turn[0][1]))]
 
     def _episode(self, row: DictRow) -> EpisodeCandidate:
-        if row["payload"] is None:  # sent without it: a nearest event, or a text-arm row
-            return EpisodeCandidate.from_row(self.nearest[row["id"]])  # (always a candidate)
-        if row.get("distance") is None:
-            row["distance"] = cosine_distance(self.query, row["embedding"].to_numpy())
-        return EpisodeCandidate.from_row(row)
+        distance = row.get("distance")
+        if distance is None:  # a text-arm row: from its stored embedding
+            distance = cosine_distance(self.query, row["embedding"].to_numpy())
+        return EpisodeCandidate.from_row(row, distance=distance)
 
 
 @dataclass(frozen=True)
@@ -200,8 +198,7 @@ def merge(facts: Rows, events: Rows, text: Rows, vector: np.ndarray,
     query = np.asarray(vector, dtype=np.float64)
     nearest = [row for row in events if row["item"] == "event"]
     neighbourhood = Neighbourhood(
-        rows=[row for row in text + events if row["item"] == "neighbour"],
-        nearest={row["id"]: row for row in nearest}, query=query)
+        rows=[row for row in text + events if row["item"] == "neighbour"], query=query)
     merged = sorted(facts + nearest, key=lambda row: (row["distance"], row["id"]))[:depth]
     hits = {(row["item"], row["id"]): ArmHit(_candidate(row), rank, None)
             for rank, row in enumerate(merged, start=1)}
@@ -211,8 +208,8 @@ def merge(facts: Rows, events: Rows, text: Rows, vector: np.ndarray,
         key = (row["item"], row["id"])
         found = hits.get(key)
         if found is None:
-            row["distance"] = cosine_distance(query, row["embedding"].to_numpy())
-            hits[key] = ArmHit(_candidate(row), None, row["text_arm_rank"])
+            distance = cosine_distance(query, row["embedding"].to_numpy())
+            hits[key] = ArmHit(_candidate(row, distance), None, row["text_arm_rank"])
         else:
             item = found.item
             if isinstance(item, FactCandidate):
@@ -221,9 +218,12 @@ def merge(facts: Rows, events: Rows, text: Rows, vector: np.ndarray,
     return Candidates(list(hits.values()), neighbourhood)
 
 
-def _candidate(row: DictRow) -> FactCandidate | EpisodeCandidate:
-    return (FactCandidate.from_row(row) if row["item"] == "fact"
-            else EpisodeCandidate.from_row(row))
+def _candidate(row: DictRow, distance: float | None = None
+               ) -> FactCandidate | EpisodeCandidate:
+    """The candidate of an arm's row; ``distance`` where the row does not carry it."""
+    distance = row["distance"] if distance is None else distance
+    return (FactCandidate.from_row(row, distance=distance) if row["item"] == "fact"
+            else EpisodeCandidate.from_row(row, distance=distance))
 
 
 def cosine_distance(query: np.ndarray, embedding: np.ndarray) -> float:

@@ -8,6 +8,8 @@ same key, and the nearest events on the call's connection; the server searches b
 and the call reads the facts when their transaction commits, then the events. The rows are
 merged and fused, the packet is packed under the budget, and the trace leaves with the
 COMMIT. That is three round trips on the call's connection and one beside it, and no thread.
+A call that found no candidate at all asks, in one more round trip, whether the subject is
+disabled (every arm serves nothing of a disabled subject), to say so in the packet.
 """
 
 import time
@@ -52,13 +54,14 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
                         durable=config.trace_durable_commit) as conn:
         text = arms.text_arm(conn, request, config)
         vector, embed_ms = _timed(embed)
-        disabled, text_rows = arms.subject_disabled(text.fetchall())
+        text_rows = text.fetchall()
         with db.sibling().transaction(request.project_id, pipeline=True,
                                       read_only=True) as side:
             facts = arms.nearest_facts(side, request, config, vector)
             events = arms.nearest_events(conn, request, config, vector)
         candidates = arms.merge(facts.fetchall(), events.fetchall(), text_rows, vector,
                                 config.vector_depth(request.budget_tokens))
+        disabled = not candidates.hits and arms.subject_disabled(conn, request)
         packer = Packer(budget=request.budget_tokens, max_distance=config.recall_max_distance,
                         excerpt_chars=config.excerpt_chars,
                         excerpt_with_kind=config.excerpt_with_kind,

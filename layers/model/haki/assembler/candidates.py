@@ -29,13 +29,16 @@ class FactCandidate:
     score: float | None
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "FactCandidate":
-        """A row of a candidates statement; a score component it lacks is None."""
+    def from_row(cls, row: dict[str, Any], *, distance: float | None = None
+                 ) -> "FactCandidate":
+        """A row of a candidates statement (``distance`` where the row lacks it); a score
+        component it lacks is None."""
         return cls(
             id=row["id"], predicate=row["predicate"], value=row["value"],
             confidence=row["confidence"], valid_from=row["valid_from"],
             source_event_ids=row["source_event_ids"], volatility=row["volatility"],
-            distance=row["distance"], text_rank=row.get("text_rank"),
+            distance=row["distance"] if distance is None else distance,
+            text_rank=row.get("text_rank"),
             recency=row.get("recency"), conflict_open=row["conflict_open"],
             horizon_passed=row["horizon_passed"], score=row.get("score"))
 
@@ -63,10 +66,14 @@ class EpisodeCandidate:
     seq: int = 0
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "EpisodeCandidate":
-        return cls(id=row["id"], kind=row["kind"], payload=row["payload"],
-                   occurred_at=row["occurred_at"], distance=row["distance"],
-                   thread_id=row.get("thread_id"), seq=row.get("seq") or 0)
+    def from_row(cls, row: dict[str, Any], *, distance: float | None = None
+                 ) -> "EpisodeCandidate":
+        """A row of a candidates statement (``distance`` where the row lacks it)."""
+        values: dict[str, Any] = {name: row.get(name) for name in cls.__slots__}
+        if distance is not None:
+            values["distance"] = distance
+        values["seq"] = values["seq"] or 0
+        return cls(**values)
 
     @property
     def similarity(self) -> float:

@@ -63,7 +63,7 @@ FROM call
 #: id is minted just before the call's transaction opens (``now()``), on another clock.
 TRACE_TIME_SLACK = timedelta(hours=1)
 
-#: Inspect by id: the time bound prunes to the partitions of the id's day (0014).
+#: Inspect by id: the time bound prunes to the partitions of the id's day.
 SELECT_CALL = """
 SELECT trace_id, project_id, subject_id, query, purpose, budget_tokens, packet, token_count,
        created_at
@@ -72,7 +72,8 @@ WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %
   AND created_at >= %(from)s AND created_at < %(until)s
 """
 
-#: One row per decision, through the decoding view (0014), by the decision fields' names.
+#: One row per decision, through the decoding view (context_trace_decisions), by the decision
+#: fields' names.
 SELECT_DECISIONS = f"""
 SELECT {", ".join(field for _, field in TRACE_ARRAYS)}
 FROM context_trace_decisions
@@ -106,7 +107,7 @@ def parse_trace_id(text: str) -> UUID:
 
 def trace_time_bounds(trace_id: UUID) -> tuple[datetime, datetime]:
     """The ``created_at`` range a call of this id can lie in: +- the slack around the time of
-    a UUIDv7; unbounded for an id of another version (minted before migration 0014).
+    a UUIDv7; unbounded for an id of another version (minted by an older version).
 
     A UUIDv7 dated where no call can be (its 48-bit time reaches year 10889; a datetime and
     the service's clock stop at 9999) is no trace of this service: :class:`TraceNotFound`.

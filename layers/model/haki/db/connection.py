@@ -8,28 +8,33 @@ idle timeout, failover) is replaced on the next transaction.
 
 Every wait is bounded (docs/security.md, "Deadlines"): the connect (``connect_timeout``),
 a silent network (TCP keepalives and ``tcp_user_timeout``), each statement on the server
-(``statement_timeout``) and, on the client, each answer (:class:`BoundedConnection`): a
-database that stops answering without closing its socket (frozen, partitioned) costs one
-bounded wait, then 503 ``service_unavailable``, and the next transaction opens a new
-connection. A request's own time (:func:`request_deadline`) caps all of them.
+(``statement_timeout``) and, on the client, each transaction (:class:`Watchdog`): a database
+that stops answering without closing its socket (frozen, partitioned) costs one bounded wait,
+then 503 ``service_unavailable``, and the next transaction opens a new connection. A
+request's own time (:func:`request_deadline`) caps all of them. Only psycopg's public API is
+used: the client's bound shuts the connection's socket down (``Connection.fileno``), which
+ends psycopg's wait with an ordinary ``OperationalError``.
 """
 
+import heapq
+import itertools
 import logging
+import os
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import pq
-from psycopg.abc import RV, PQGen
 from psycopg.conninfo import make_conninfo
 
 from haki.errors import (
     ConfigurationError,
     ForbiddenScope,
-    HakiError,
     ServiceUnavailable,
     Unauthorized,
 )
@@ -46,7 +51,7 @@ CONNECT_TIMEOUT_S = 5
 #: when no statement of ours is waiting on it.
 TCP_PARAMS = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10,
               "keepalives_count": 3, "tcp_user_timeout": 10_000}
-#: How long past its statement timeout the client waits for an answer before it gives the
+#: How long past its statement timeout the client waits for a transaction before it gives the
 #: connection up: the server cancels a slow statement itself within the timeout, so an answer
 #: later than this means a server (or a path to it) that no longer answers at all.
 ANSWER_GRACE_S = 1.0
@@ -82,31 +87,80 @@ def database_url(settings: Settings, role: Role) -> str:
 
 
 class AnswerTimeout(psycopg.OperationalError):
-    """The database did not answer within the connection's ``answer_timeout_s``; the
-    connection was closed (its protocol state is unknown)."""
+    """The database did not answer within the transaction's bound; the connection was shut
+    (its protocol state is unknown)."""
 
 
-class BoundedConnection(psycopg.Connection):
-    """A connection whose every wait for the server (each round trip of a statement, a
-    pipeline's sync, a commit) ends after ``answer_timeout_s`` (None: no bound).
+class Alarm:
+    """One armed bound on one connection (see :class:`Watchdog`)."""
 
-    Past it the connection is closed at once (the protocol is mid-message: it cannot be
-    reused) and :class:`AnswerTimeout` raised; any later use of it fails without waiting.
+    __slots__ = ("deadline", "fileno", "fired")
+
+    def __init__(self, deadline: float, fileno: int) -> None:
+        self.deadline = deadline
+        self.fileno = fileno
+        self.fired = False
+
+
+class Watchdog:
+    """Shuts a connection's socket down once its alarm's deadline passes.
+
+    One daemon thread per process sleeps until the earliest deadline; arming and disarming
+    cost a lock and a heap push, never a thread. Shutting the socket (``shutdown(2)`` on a
+    duplicate of its descriptor) wakes psycopg's wait at once with an ``OperationalError``;
+    the connection is then unusable and is replaced. An alarm is always disarmed before its
+    connection is closed, so a descriptor is never shut after it was reused.
     """
 
-    answer_timeout_s: float | None = None
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Alarm]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
 
-    def wait(self, gen: PQGen[RV], interval: float = 0.1,
-             timeout: float | None = None) -> RV:
-        bound = self.answer_timeout_s
-        if bound is None or (timeout is not None and timeout <= bound):
-            return super().wait(gen, interval, timeout)
-        try:
-            return super().wait(gen, interval, max(bound, 0.001))
-        except psycopg.errors._WaitTimeout as exc:  # psycopg's own wait timeout
-            self.pgconn.finish()
-            raise AnswerTimeout(
-                f"no answer from the database within {bound:.1f} s") from exc
+    def arm(self, conn: psycopg.Connection, seconds: float) -> Alarm:
+        alarm = Alarm(time.monotonic() + seconds, conn.fileno())
+        with self._cond:
+            heapq.heappush(self._heap, (alarm.deadline, next(self._order), alarm))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="haki-db-watchdog",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return alarm
+
+    def disarm(self, alarm: Alarm) -> None:
+        with self._cond:
+            alarm.fileno = -1  # the sleeping thread drops it when it comes up
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][2].fileno < 0:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                alarm = heapq.heappop(self._heap)[2]
+                alarm.fired = True
+                _shut(alarm.fileno)
+
+
+def _shut(fileno: int) -> None:
+    """End every wait on socket ``fileno`` (a duplicate is shut, then closed)."""
+    try:
+        with socket.socket(fileno=os.dup(fileno)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed by the peer
+        pass
+
+
+#: The process's watchdog (one thread, started on first use).
+WATCHDOG = Watchdog()
 
 
 #: When the current request must have its answer (``time.monotonic()``), if it has a bound;
@@ -135,7 +189,7 @@ def time_left_s() -> float | None:
     return None if deadline is None else deadline - time.monotonic()
 
 
-def connect(conninfo: str) -> BoundedConnection:
+def connect(conninfo: str) -> psycopg.Connection:
     """Open an autocommit connection with the vector type registered.
 
     Autocommit: transactions are explicit (``conn.transaction()``), so nothing stays open
@@ -144,7 +198,7 @@ def connect(conninfo: str) -> BoundedConnection:
     """
     left = time_left_s()
     timeout = CONNECT_TIMEOUT_S if left is None else max(2, min(CONNECT_TIMEOUT_S, int(left)))
-    conn = BoundedConnection.connect(
+    conn = psycopg.Connection.connect(
         make_conninfo(conninfo, connect_timeout=timeout, **TCP_PARAMS),
         autocommit=True,
         prepare_threshold=None,
@@ -161,9 +215,9 @@ _ACTING_FOR: ContextVar[str | None] = ContextVar("haki_acting_for", default=None
 @contextmanager
 def acting_for(key_hash: str) -> Iterator[None]:
     """Bind every tenant transaction opened in this context to the key whose sha256 is
-    ``key_hash``: row-level security then shows the key's project and nothing else (migration
-    0013). The API edge binds the authenticated key around each request; tools and tests bind
-    a key they made."""
+    ``key_hash``: row-level security then shows the key's project and nothing else
+    (``haki_tenant``). The API edge binds the authenticated key around each request; tools and
+    tests bind a key they made."""
     token = _ACTING_FOR.set(key_hash)
     try:
         yield
@@ -228,7 +282,7 @@ class Database:
         self._conninfo = conninfo
         self._statement_timeout_ms = statement_timeout_ms
         self._probe_after_idle_s = probe_after_idle_s
-        self._conn: BoundedConnection | None = None
+        self._conn: psycopg.Connection | None = None
         self._last_used = 0.0
         self._sibling: Database | None = None
 
@@ -236,7 +290,7 @@ class Database:
         """The URL to connect with now (a callable mints it afresh each time)."""
         return self._conninfo() if callable(self._conninfo) else self._conninfo
 
-    def _open(self) -> BoundedConnection:
+    def _open(self) -> psycopg.Connection:
         try:
             return connect(self.conninfo())
         except psycopg.OperationalError as exc:
@@ -257,7 +311,7 @@ class Database:
             left_ms)
 
     def answer_timeout_s(self, statement_timeout_ms: int) -> float | None:
-        """How long the client waits for any answer: the statement timeout and
+        """How long the client waits for a transaction: the statement timeout and
         ``ANSWER_GRACE_S``, within what the request has left (None: unbounded)."""
         bound = statement_timeout_ms / 1000 + ANSWER_GRACE_S if statement_timeout_ms else None
         left = time_left_s()
@@ -265,40 +319,62 @@ class Database:
             bound = max(0.001, left) if bound is None else max(0.001, min(bound, left))
         return bound
 
-    def connection(self) -> BoundedConnection:
-        """The live connection, (re)opened when missing, closed or broken, its answers
-        bounded for the current request."""
+    def connection(self) -> psycopg.Connection:
+        """The live connection, (re)opened when missing, closed or broken."""
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = self._open()
             self._last_used = time.monotonic()  # just opened: nothing to probe
-        self._conn.answer_timeout_s = self.answer_timeout_s(self._statement_timeout_ms)
         return self._conn
 
-    def _probed_connection(self) -> BoundedConnection:
-        """The connection, probed with one cheap round trip (and replaced if dead) when it has
-        been idle longer than ``probe_after_idle_s``."""
+    @contextmanager
+    def _bounded(self, deadline: float | None) -> Iterator[psycopg.Connection]:
+        """The live connection, shut down by the watchdog if the work done with it in this
+        block is still waiting for the database at ``deadline`` (``time.monotonic()``; None:
+        no bound); then :class:`AnswerTimeout` is raised in place of the wait's error."""
         conn = self.connection()
-        if time.monotonic() - self._last_used > self._probe_after_idle_s:
-            try:
+        if deadline is None:
+            yield conn
+            return
+        alarm = WATCHDOG.arm(conn, deadline - time.monotonic())
+        try:
+            yield conn
+        except psycopg.OperationalError as exc:
+            if alarm.fired:
+                raise AnswerTimeout("no answer from the database in time") from exc
+            raise
+        finally:
+            WATCHDOG.disarm(alarm)
+
+    def _deadline(self, statement_timeout_ms: int) -> float | None:
+        bound = self.answer_timeout_s(statement_timeout_ms)
+        return None if bound is None else time.monotonic() + bound
+
+    def _probe(self, deadline: float | None) -> None:
+        """One cheap round trip on a connection idle longer than ``probe_after_idle_s``; a
+        dead one is replaced."""
+        if time.monotonic() - self._last_used <= self._probe_after_idle_s:
+            return
+        try:
+            with self._bounded(deadline) as conn:
                 conn.execute("SELECT 1")
-            except psycopg.OperationalError:
-                log.info("replacing a dropped database connection")
-                self.close()
-                conn = self.connection()
-        return conn
+        except psycopg.OperationalError:
+            log.info("replacing a dropped database connection")
+            self.close()
 
     def fetch_one(self, query: str, params: Mapping[str, object] | Sequence[object]
                   ) -> tuple[object, ...] | None:
         """One read-only statement outside any transaction (autocommit: a single round trip),
         on a connection replaced once if found dead."""
+        deadline = self._deadline(self._statement_timeout_ms)
         for attempt in (1, 2):
             try:
-                row = self.connection().execute(query, params).fetchone()
+                with self._bounded(deadline) as conn:
+                    row = conn.execute(query, params).fetchone()
                 self._last_used = time.monotonic()
                 return row
             except psycopg.OperationalError as exc:
                 self.close()
-                if attempt == 2:
+                if attempt == 2 or isinstance(exc, AnswerTimeout):
                     raise ServiceUnavailable(
                         "the memory store is unavailable, retry shortly") from exc
         raise AssertionError("unreachable")
@@ -320,33 +396,30 @@ class Database:
         if self._sibling is not None:
             self._sibling.close()
 
-    def _begin(self, project_id: str | None, *, durable: bool = True
-               ) -> tuple[psycopg.Connection, ExitStack]:
-        """Open a transaction and set its scope; replace a dead kept connection once (the
-        scope's round trip doubles as the liveness check)."""
+    @contextmanager
+    def _plain(self, project_id: str | None, *, durable: bool
+               ) -> Iterator[psycopg.Connection]:
+        """A transaction (psycopg's), its scope set and checked before any work; a kept
+        connection found dead by that first round trip is replaced once, within the same
+        deadline."""
+        timeout_ms = self.statement_timeout_ms()
+        deadline = self._deadline(timeout_ms)
         for attempt in (1, 2):
-            timeout_ms = self.statement_timeout_ms()
-            conn = self.connection()
-            conn.answer_timeout_s = self.answer_timeout_s(timeout_ms)
-            stack = ExitStack()
+            started = False
             try:
-                stack.enter_context(conn.transaction())
-                scope = set_scope(conn, project_id, durable=durable,
-                                  statement_timeout_ms=timeout_ms)
-            except psycopg.OperationalError:
+                with self._bounded(deadline) as conn, conn.transaction():
+                    scope = set_scope(conn, project_id, durable=durable,
+                                      statement_timeout_ms=timeout_ms)
+                    started = True
+                    if project_id is not None:
+                        check_scope(scope, project_id)  # raising rolls the transaction back
+                    yield conn
+                return
+            except psycopg.OperationalError as exc:
+                if started or attempt == 2 or isinstance(exc, AnswerTimeout):
+                    raise
                 self.close()
-                if attempt == 2:
-                    raise
                 log.info("replacing a dropped database connection")
-                continue
-            if project_id is not None:
-                try:
-                    check_scope(scope, project_id)
-                except HakiError as exc:
-                    stack.__exit__(type(exc), exc, exc.__traceback__)  # rolls back
-                    raise
-            return conn, stack
-        raise AssertionError("unreachable")
 
     @contextmanager
     def transaction(
@@ -374,8 +447,7 @@ class Database:
                 with self._pipelined(project_id, read_only=read_only, durable=durable) as conn:
                     yield conn
             else:
-                conn, stack = self._begin(project_id, durable=durable)
-                with stack:
+                with self._plain(project_id, durable=durable) as conn:
                     yield conn
         except psycopg.errors.QueryCanceled as exc:
             # The statement timeout: the transaction rolled back, the connection is sound.
@@ -397,15 +469,17 @@ class Database:
     @contextmanager
     def _pipelined(self, project_id: str | None, *, read_only: bool = False,
                    durable: bool = True) -> Iterator[psycopg.Connection]:
-        """BEGIN and the scope queued, the caller's statements, the scope checked, COMMIT —
-        without psycopg's transaction helper, which syncs after BEGIN and before COMMIT.
+        """BEGIN and the scope queued, the caller's statements, the scope checked, COMMIT.
+
+        BEGIN and COMMIT are sent as statements: psycopg's transaction context, inside a
+        pipeline, syncs after BEGIN and before COMMIT, two round trips more for a context call.
         Read-only, the check waits for the commit: there is nothing it could let through."""
         timeout_ms = self.statement_timeout_ms()
-        conn = self._probed_connection()
-        conn.answer_timeout_s = self.answer_timeout_s(timeout_ms)
+        deadline = self._deadline(timeout_ms)
+        self._probe(deadline)
         committed = False
         try:
-            with conn.pipeline():
+            with self._bounded(deadline) as conn, conn.pipeline():
                 conn.execute("BEGIN READ ONLY" if read_only else "BEGIN")
                 scope = set_scope(conn, project_id, durable=durable,
                                   statement_timeout_ms=timeout_ms)
@@ -416,17 +490,19 @@ class Database:
             committed = True
         finally:
             if not committed:
-                self._roll_back(conn)
+                self._roll_back()
         if project_id is not None and read_only:
             check_scope(scope, project_id)
 
-    def _roll_back(self, conn: BoundedConnection) -> None:
+    def _roll_back(self) -> None:
         """End what a failed pipelined transaction left open; drop a connection that cannot."""
-        if conn.closed or conn.broken:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
             self.close()
             return
         try:
             if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
+                with self._bounded(time.monotonic() + ANSWER_GRACE_S):
+                    conn.execute("ROLLBACK")
         except psycopg.Error:
             self.close()

@@ -1,9 +1,17 @@
-"""Forward-only SQL migrations: numbered files applied in order, each in its own transaction.
+"""SQL migrations: numbered files applied once, in order, then the routines' files applied
+whenever they change.
 
-Applied files are recorded with their sha256 in ``schema_migrations``. The runner refuses to
-run when an applied file was edited or removed (the database would no longer match the code),
-and serialises concurrent runners with a session-level advisory lock, so running it twice or
-from two deploys at once is safe: the second waits, then finds nothing to do.
+``migrations/NNNN_name.sql`` hold tables, indexes, grants and data: forward-only, each in its
+own transaction, recorded with its sha256 in ``schema_migrations``; the runner refuses to run
+when an applied one was edited or removed (the database would no longer match the code).
+``migrations/functions/<name>.sql`` each hold one function — its one source — with the
+policies, triggers or view that exist to call it, written to be re-run (``CREATE OR
+REPLACE``). They are applied after the numbered files, all in one transaction, whenever a
+file's checksum differs from the one recorded (the repeatable migrations of Flyway): a
+changed routine is a changed file, never a migration that edits a routine's text. A file
+that refers to another routine not created yet is retried once the others have run, so their
+order needs no upkeep. Concurrent runners are serialised with a session-level advisory lock:
+running it twice, or from two deploys at once, is safe.
 
 Migrations run as the owner (a member of ``haki_admin``), never as the runtime role.
 """
@@ -15,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg import errors
 
 from haki.errors import MigrationError
 from haki.settings import SOURCE_ROOT
@@ -24,6 +33,10 @@ log = logging.getLogger(__name__)
 #: Arbitrary constant naming the lock all runners take (pg_advisory_lock(bigint)).
 ADVISORY_LOCK_KEY = 0x4841_4B49_4D49_47  # "HAKIMIG"
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+#: The folder of the routines' files, inside the migrations folder.
+ROUTINES = "functions"
+#: What a routine's file raises while a routine or view it refers to does not exist yet.
+_NOT_YET = (errors.UndefinedFunction, errors.UndefinedTable, errors.UndefinedObject)
 
 #: Where the layer build copies the SQL files, and where a checkout keeps them.
 PACKAGED_DIR = Path(__file__).with_name("migrations_sql")
@@ -57,10 +70,17 @@ def load_migrations(directory: Path) -> list[Migration]:
     return [Migration(p.name, p.read_text(encoding="utf-8")) for p in files]
 
 
+def load_routines(directory: Path) -> list[Migration]:
+    """Every file of ``directory/functions``, by name (``functions/<file>``)."""
+    return [Migration(f"{ROUTINES}/{p.name}", p.read_text(encoding="utf-8"))
+            for p in sorted((directory / ROUTINES).glob("*.sql"))]
+
+
 def apply_migrations(conninfo: str, migrations_dir: Path | None = None) -> list[str]:
-    """Apply every pending migration; return the names applied (empty when up to date)."""
-    migrations = load_migrations(migrations_dir or default_migrations_dir())
-    applied_now: list[str] = []
+    """Apply every pending numbered migration, then every new or changed routine's file;
+    return the names applied (empty when up to date)."""
+    directory = migrations_dir or default_migrations_dir()
+    migrations, routines = load_migrations(directory), load_routines(directory)
     with psycopg.connect(conninfo, autocommit=True, prepare_threshold=None) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (ADVISORY_LOCK_KEY,))
         try:
@@ -76,34 +96,69 @@ def apply_migrations(conninfo: str, migrations_dir: Path | None = None) -> list[
             recorded: dict[str, str] = dict(
                 conn.execute("SELECT name, checksum FROM schema_migrations").fetchall())
             _check_history(recorded, migrations)
+            applied = [m.name for m in migrations if m.name not in recorded]
             for migration in migrations:
-                if migration.name in recorded:
-                    continue
-                try:
-                    with conn.transaction():
-                        conn.execute(migration.sql)
-                        conn.execute(
-                            "INSERT INTO schema_migrations (name, checksum) VALUES (%s, %s)",
-                            (migration.name, migration.checksum),
-                        )
-                except psycopg.Error as exc:
-                    raise MigrationError(
-                        f"migration {migration.name} failed and was rolled back: "
-                        f"{exc.diag.message_primary or exc}"
-                    ) from exc
-                log.info("applied migration %s", migration.name)
-                applied_now.append(migration.name)
+                if migration.name not in recorded:
+                    _apply_numbered(conn, migration)
+            changed = [r for r in routines if recorded.get(r.name) != r.checksum]
+            if changed:
+                _apply_routines(conn, changed)
+            return applied + [r.name for r in changed]
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
-    return applied_now
+
+
+def _apply_numbered(conn: psycopg.Connection, migration: Migration) -> None:
+    try:
+        with conn.transaction():
+            conn.execute(migration.sql)
+            _record(conn, migration)
+    except psycopg.Error as exc:
+        raise MigrationError(f"migration {migration.name} failed and was rolled back: "
+                             f"{exc.diag.message_primary or exc}") from exc
+    log.info("applied migration %s", migration.name)
+
+
+def _apply_routines(conn: psycopg.Connection, routines: list[Migration]) -> None:
+    """Apply ``routines`` in one transaction: in name order, a file that refers to something
+    not created yet put back (its savepoint rolled back) and retried after the others, until
+    a round applies none."""
+    pending = list(routines)
+    try:
+        with conn.transaction():
+            while pending:
+                waiting: list[tuple[Migration, psycopg.Error]] = []
+                for routine in pending:
+                    try:
+                        with conn.transaction():
+                            conn.execute(routine.sql)
+                            _record(conn, routine)
+                    except _NOT_YET as exc:
+                        waiting.append((routine, exc))
+                if len(waiting) == len(pending):
+                    raise waiting[0][1]
+                pending = [routine for routine, _ in waiting]
+    except psycopg.Error as exc:
+        raise MigrationError(f"the routines' files failed and were rolled back: "
+                             f"{exc.diag.message_primary or exc}") from exc
+    for routine in routines:
+        log.info("applied %s", routine.name)
+
+
+def _record(conn: psycopg.Connection, migration: Migration) -> None:
+    conn.execute(
+        "INSERT INTO schema_migrations (name, checksum) VALUES (%s, %s) "
+        "ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()",
+        (migration.name, migration.checksum))
 
 
 def _check_history(recorded: dict[str, str], migrations: list[Migration]) -> None:
     on_disk = {m.name: m for m in migrations}
-    missing = sorted(set(recorded) - set(on_disk))
+    numbered = {name for name in recorded if not name.startswith(f"{ROUTINES}/")}
+    missing = sorted(numbered - set(on_disk))
     if missing:
         raise MigrationError(f"applied migrations are missing on disk: {missing}")
-    edited = sorted(n for n, checksum in recorded.items() if on_disk[n].checksum != checksum)
+    edited = sorted(n for n in numbered if on_disk[n].checksum != recorded[n])
     if edited:
         raise MigrationError(
             f"applied migrations were edited since they ran: {edited}; "

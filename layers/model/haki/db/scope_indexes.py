@@ -32,7 +32,7 @@ Table = Literal["facts", "events"]
 TABLES: tuple[Table, ...] = ("facts", "events")
 
 #: A scope's own indexes on a table, by kind: what each is built on (the same graph parameters
-#: as the tables' own graphs, migration 0002; the same text column as their GIN indexes).
+#: as the tables' own graphs; the same text column as their GIN indexes).
 Kind = Literal["hnsw", "gin"]
 KINDS: dict[Kind, str] = {
     "hnsw": "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 128)",

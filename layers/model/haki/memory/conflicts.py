@@ -41,7 +41,7 @@ CONTRADICTION_REASON = "different value written without supersedes_id"
 INSERT_CONFLICT = """
 INSERT INTO conflict_sets (id, project_id, subject_id, fact_ids, reason)
 VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(fact_ids)s, %(reason)s)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (project_id, id) DO NOTHING
 """
 
 #: The newest open set of the scope holding one of the given facts (conflict_sets_open_idx).
@@ -88,7 +88,7 @@ WHERE project_id = %(project_id)s AND id = %(id)s
 """
 
 #: ``GET /v1/conflicts``: one scope's sets of one status in (created_at, id) order after the
-#: cursor (conflict_sets_scope_idx, 0009), each with its facts in the set's order (primary key
+#: cursor (conflict_sets_scope_idx), each with its facts in the set's order (primary key
 #: of facts).
 LIST_CONFLICTS = """
 SELECT c.id, c.subject_id, c.status, c.reason, c.created_at, c.resolved_at,

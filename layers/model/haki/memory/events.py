@@ -55,7 +55,7 @@ VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(thread_id)s, %(kind)s, %(paylo
 """
 
 #: ``haki load``: an id already stored in the same scope is updated with the document's values
-#: (event ids are unique per project: the primary key is (project_id, id), 0017).
+#: (event ids are unique per project: the primary key is (project_id, id)).
 UPSERT_EVENT = _INSERT_EVENT + """
 ON CONFLICT (project_id, id) DO UPDATE SET
     thread_id = EXCLUDED.thread_id, kind = EXCLUDED.kind, payload = EXCLUDED.payload,

@@ -79,7 +79,7 @@ VALUES (
 #: ``haki load``: an id already stored in the same scope is updated with the document's values
 #: (statuses, versions and links as given: a document is loaded as written, without the rules).
 UPSERT_FACT = INSERT_FACT + """
-ON CONFLICT (id) DO UPDATE SET
+ON CONFLICT (project_id, id) DO UPDATE SET
     predicate = EXCLUDED.predicate, value = EXCLUDED.value, qualifiers = EXCLUDED.qualifiers,
     status = EXCLUDED.status, confidence = EXCLUDED.confidence,
     volatility = EXCLUDED.volatility, valid_from = EXCLUDED.valid_from,

@@ -3,7 +3,7 @@
 - ``disable`` moves the facts along the lifecycle to ``disabled`` (reversible: ``disabled →
   active``); for a subject, every fact that may become disabled does, the others (superseded,
   already disabled) keep their status, and the subject itself is marked disabled
-  (``disabled_subjects``, 0017): nothing of it — facts, episodes, the turns around them — is
+  (``disabled_subjects``): nothing of it — facts, episodes, the turns around them — is
   served until it is enabled (or one of its facts is brought back to active), and each context
   call on it warns ``subject_disabled``.
 - ``enable`` undoes ``disable``: for a subject, its mark goes — its episodes are served again,
@@ -15,10 +15,10 @@
   transaction that holds the subject's exclusive lock (writers of the subject wait). Of a
   **fact**: the row goes, with the trace rows that name it; it is cut out of the stored packets
   that served it and out of conflict sets (a set left with fewer than two facts goes); a fact
-  that superseded it loses the link (``ON DELETE SET NULL``, 0010). Afterwards no packet or
+  that superseded it loses the link (``ON DELETE SET NULL``). Afterwards no packet or
   trace returned by the API holds the erased fact's id.
 
-An erasure leaves a receipt (``erasure_receipts``, 0010): counts per table and the time, no
+An erasure leaves a receipt (``erasure_receipts``): counts per table and the time, no
 content — not even the subject or fact id.
 """
 
@@ -52,12 +52,12 @@ RECEIPT_COUNTS = (
     "context_calls_redacted", "context_traces", "stats_rollups",
 )
 
-#: Every row of one subject, in one statement. Indexes: facts_scope_idx, events_scope_idx
-#: (0002), conflict_sets_scope_idx (0009), context_calls_scope_idx (0005), then the calls'
-#: trace rows by the context_traces primary key (trace_id, created_at), the stats_rollups
+#: Every row of one subject, in one statement. Indexes: facts_scope_idx, events_scope_idx,
+#: conflict_sets_scope_idx, context_calls_scope_idx, then the calls' trace rows by the
+#: context_traces primary key (project_id, trace_id, created_at), the stats_rollups
 #: primary key (project_id, subject_id, bucket_start), the disabled_subjects primary key (its
 #: mark, if any, goes uncounted). ``context_traces`` counts decisions (a
-#: call's trace row holds all of them since migration 0014).
+#: call's trace row holds all of them).
 ERASE_SUBJECT = """
 WITH facts_gone AS (
     DELETE FROM facts WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s

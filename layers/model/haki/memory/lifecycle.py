@@ -81,7 +81,7 @@ def transition_subject(
 
 
 #: A subject disabled as a whole (``POST /v1/forget``, ``disable``): nothing of it is served
-#: while its row is in disabled_subjects (0017) — the candidate functions gate on it.
+#: while its row is in disabled_subjects — the candidate functions gate on it.
 DISABLE_SUBJECT = """
 INSERT INTO disabled_subjects (project_id, subject_id)
 VALUES (%(project_id)s, %(subject_id)s)

@@ -20,7 +20,7 @@ class AggregationResult:
     calls: int
 
 
-# Per (scope, hour, latency bucket): context_calls_created_idx (0005) serves the time range.
+# Per (scope, hour, latency bucket): context_calls_created_idx serves the time range.
 _ROLLUP_SOURCE_SQL = """
 SELECT project_id, subject_id, date_trunc('hour', created_at, 'UTC') AS bucket_start,
        width_bucket(latency_ms::float8, %(bounds)s::float8[]) AS latency_bucket,

@@ -23,8 +23,8 @@ class CallTotals:
 
 # One statement, hence one snapshot: the watermark, the rollups below it and the raw tail
 # above it are read together. Rollups by primary key (project_id, subject_id, bucket_start),
-# tail by context_calls_scope_idx (0005), facts by facts_scope_idx (0002), events by
-# events_scope_idx (0002), conflicts by conflict_sets_open_idx (0003).
+# tail by context_calls_scope_idx, facts by facts_scope_idx, events by events_scope_idx,
+# conflicts by conflict_sets_open_idx (migrations/0001_schema.sql).
 _OVERVIEW_SQL = """
 WITH wm AS (
     SELECT coalesce(max(rolled_until), '-infinity'::timestamptz) AS rolled_until

@@ -1,11 +1,12 @@
 """Day partitions of ``context_calls`` / ``context_traces``: made ahead, dropped past retention.
 
 The scheduled aggregation runs :func:`maintain_partitions` after each rollup (role
-``haki_stats``). The work is the owner's ``haki_trace_partitions()`` (migration 0014): it makes
-the partitions of today and the next :data:`PARTITIONS_AHEAD` days, then DETACHes and DROPs
-whole partitions whose day ended more than ``retention_days`` ago — and, for calls, only once
-the rollup has folded them (the overview's older hours then come from the rollups alone). A
-transaction-level advisory lock serialises two runs at once; every run is idempotent.
+``haki_stats``). The work is the owner's ``haki_trace_partitions()``
+(migrations/functions/haki_trace_partitions.sql): it makes the partitions of today and the
+next :data:`PARTITIONS_AHEAD` days, then DETACHes and DROPs whole partitions whose day ended
+more than ``retention_days`` ago — and, for calls, only once the rollup has folded them (the
+overview's older hours then come from the rollups alone). A transaction-level advisory lock
+serialises two runs at once; every run is idempotent.
 """
 
 from dataclasses import dataclass

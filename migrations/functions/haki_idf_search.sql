@@ -1,31 +1,31 @@
--- The fused ranking's text arm (haki_idf_search, 0011; tenant from the key since 0013), made
--- cheaper at the same recall. 0011 scanned up to p_cap rows for EVERY query term inside one
--- generic plan (a lateral per term whose selectivity the planner cannot see), then scored
--- them: ~20 ms a call on a 1,500-turn scope whose speakers' names are in most rows. Now:
+-- The text arm's search: the scope's active facts and (p_with_events) events holding the
+-- query's rarest terms, scored by the idf of every query term they hold.
 --
--- Candidates: the rows holding the query's rarest terms — terms taken in ascending document
--- frequency (text_term_stats, 0011) while their frequencies add up to at most p_candidates
--- (the rarest always), ORed into one tsquery, found by the GIN indexes
--- (facts_search_vector_gin, 0004; events_search_vector_gin, 0011), at most p_candidates rows per
--- table, in a statement planned with that tsquery's actual value (so the planner sees how
--- common it is: the GIN index, or a scan of a small scope). A row holding only common terms
--- scores little anyway (measured on the dev sets: a budget of 100 to 1000 candidates leaves
--- recall unchanged; docs/benchmarks.md). Each candidate is then scored on every query term it
--- holds (@@ on its own tsvector): score = Σ idf(t), idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)).
+-- Why SECURITY DEFINER: under row-level security PostgreSQL only lets LEAKPROOF operators into
+-- an index condition, and the tsvector match `@@` is not leakproof: run as haki_app, it is
+-- never answered by the GIN indexes (a scan of the whole table instead). So this function runs
+-- as the owner and applies the tenant boundary itself (haki_tenant(): the project of the key
+-- the transaction presents, never another's, nothing without one), returning ids and scores
+-- only; the caller joins back under row-level security.
 --
--- Same arguments and result as 0011's function (the fourth argument is now a candidate budget
--- rather than a per-term cap); a new parameter name needs DROP and CREATE.
-DROP FUNCTION haki_idf_search(text, text[], boolean, integer, integer);
-
-CREATE FUNCTION haki_idf_search(
+-- Term rarity over the scope's active facts and events pooled, one collection:
+--   score(d) = Σ_{t ∈ q, d holds t} idf(t),   idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)),
+-- BM25's idf, N and df from text_scope_stats / text_term_stats (primary-key lookups). BM25's
+-- term-frequency saturation and length normalisation were measured and left out (neither was
+-- worth 0.005 recall on the dev sets). Candidates: the rows holding the query's rarest terms —
+-- terms taken in ascending document frequency while their frequencies add up to at most
+-- p_candidates (the rarest always), ORed into one tsquery, at most p_candidates rows per
+-- table. A row holding only common terms scores little anyway. With p_thread_id, the events
+-- are those of that thread (the idf stays the scope's).
+CREATE OR REPLACE FUNCTION haki_idf_search(
     p_subject_id text, p_terms text[], p_with_events boolean, p_candidates integer,
-    p_limit integer)
+    p_limit integer, p_thread_id text)
 RETURNS TABLE (item text, id uuid, score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 32
 SET search_path = pg_catalog, public, pg_temp
 AS $$
 DECLARE
-    -- The tenant boundary, applied here because the function runs as the owner (0013).
+    -- The tenant boundary, applied here because the function runs as the owner.
     v_project text := haki_tenant();
     v_docs bigint;
     v_terms text[];
@@ -63,7 +63,11 @@ BEGIN
     IF v_terms IS NULL THEN
         RETURN;
     END IF;
-    -- EXECUTE: a one-shot plan with the actual values, as in haki_text_search (0008).
+    -- EXECUTE plans with the actual values (a one-shot plan), so the planner sees how common
+    -- the seeking terms are: a term held by a tenth of a big scope is read by a scan that
+    -- stops at p_candidates rows, a rare one through the GIN index. A plan made for unknown
+    -- parameters always builds the full GIN bitmap. The statement text is constant; every
+    -- value is a parameter.
     RETURN QUERY EXECUTE $sql$
         WITH terms AS (
             SELECT plainto_tsquery('simple', t.term) AS q, t.idf
@@ -80,6 +84,7 @@ BEGIN
             (SELECT 'event'::text, e.id, e.search_vector
              FROM events AS e
              WHERE $3 AND e.project_id = $1 AND e.subject_id = $2 AND e.search_vector @@ $6
+               AND ($9::text IS NULL OR e.thread_id = $9)
              LIMIT $7)
         )
         SELECT m.item, m.id, sum(t.idf) FILTER (WHERE m.v @@ t.q)
@@ -89,9 +94,10 @@ BEGIN
         ORDER BY 3 DESC, m.id
         LIMIT $8
     $sql$ USING v_project, p_subject_id, p_with_events, v_terms, v_idf, v_seek, p_candidates,
-                p_limit;
+                p_limit, p_thread_id;
 END
 $$;
-REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer)
+REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer, text)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer, text)
     TO haki_app;

@@ -1,32 +1,18 @@
--- The full-text arm, as a function the runtime role calls.
---
--- Why a function: under row-level security PostgreSQL only lets LEAKPROOF operators into an
--- index condition (a leaky one could reveal rows the policy hides), and the tsvector match
--- `@@` is not leakproof. Run as haki_app, `search_vector @@ q` is therefore never answered by
--- the GIN index: the planner scans the whole table (measured: 80–200 ms at 100k rows instead
--- of well under 1 ms). The index is usable for the owner, whose only policy is `true`.
---
--- So this function runs as the owner (SECURITY DEFINER) and applies the tenant boundary
--- itself, with the very expression of the tenant_isolation policy (0007): it returns facts of
--- the project set for the current transaction only, never another's, and nothing when no
--- project is set. It returns ids and ranks, nothing else; the caller joins back to facts
--- under RLS. The other hard filters are those of haki/assembler/sql.py (_FACT_SCOPE).
---
--- Ranking: facts holding every term (p_all) and facts holding any term (p_any) are each
--- capped at p_cap rows before ts_rank_cd (normalised by flag 32) orders them; see
--- RetrievalConfig.text_rank_cap for the trade-off. p_exclude removes facts already considered
--- (multi-hop).
-CREATE FUNCTION haki_text_search(
+-- The full-text search of the design page's ranking (the `seed` comparison baseline of
+-- `haki eval`): facts holding every term (p_all) and facts holding any term (p_any), each
+-- capped at p_cap rows, ordered by ts_rank_cd (normalised by flag 32). SECURITY DEFINER for
+-- the reason haki_idf_search gives, applying the tenant boundary itself (haki_tenant()).
+CREATE OR REPLACE FUNCTION haki_text_search(
     p_subject_id text, p_any tsquery, p_all tsquery, p_exclude uuid[], p_cap integer,
     p_limit integer)
 RETURNS TABLE (id uuid, text_rank real)
 -- ROWS: the planner's estimate of what it returns (p_limit is 64 for the arm, 5 for a hop);
 -- the default (1000) makes the caller join the candidates to facts by a sequential scan.
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 64
-SET search_path = public, pg_temp
+SET search_path = pg_catalog, public, pg_temp
 AS $$
 DECLARE
-    v_project text := NULLIF(current_setting('haki.project_id', true), '');
+    v_project text := haki_tenant();
 BEGIN
     IF v_project IS NULL OR p_any IS NULL THEN
         RETURN;
