@@ -188,7 +188,7 @@ def carried(query: EvalQuery, packet: ContextPacket, evidence: Mapping[UUID, str
     the module doc); ``evidence``: :func:`evidence_of` the query."""
     fact_ids = {f.id for f in packet.facts}
     cited = {e for f in packet.facts for e in f.source_event_ids}
-    served = {e.event_id: _normal(said(e)) for e in packet.episodes}
+    served = {e.event_id: _normal(said(e.role, e.name, e.excerpt)) for e in packet.episodes}
     return (sum(1 for i in query.expected_fact_ids if i in fact_ids)
             + sum(1 for i in query.expected_event_ids
                   if i in cited or (i in served and i in evidence

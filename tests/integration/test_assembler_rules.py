@@ -558,7 +558,7 @@ def test_fused_an_episode_can_outrank_a_fact_in_one_budget(
     fact = seed.fact("note", "a fact of some length here", close(1, 0.4))
     event = seed.event("conversation.message", {"text": "an episode of some length"},
                        close(2, 0.1))
-    budget = block_tokens("## 2026-01-01", "[e1] 00:00 an episode of some length")
+    budget = block_tokens("## 2026-01-01", "[e1] an episode of some length")
     fused = ask("x", Q, budget=budget, config=FUSED)
     assert [e.event_id for e in fused.response.packet.episodes] == [event]
     assert served(fused) == []

@@ -45,7 +45,7 @@ def test_greedy_skip_and_continue() -> None:
 
 def test_the_budget_bounds_the_block_tags_and_headers_included() -> None:
     turn = episode("I moved to Lyon", role="user")
-    line = "[e1] 00:00 user: I moved to Lyon"
+    line = "[e1] user: I moved to Lyon"
     whole = len(f"<haki_memory>\n## 2026-01-01\n{line}\n</haki_memory>") // 4
     short = SeedPacker(budget=whole - 1, excerpt_with_kind=False)
     short.add_fused([ranked(turn, 0.9)])
@@ -64,7 +64,7 @@ def test_the_first_episode_of_a_group_carries_its_header() -> None:
     packer = SeedPacker(budget=900, excerpt_with_kind=False)
     packer.add_fused([ranked(first, 0.9), ranked(second, 0.8), ranked(other, 0.7)])
     costs = [d.tokens for d in packer.decisions]
-    line = len("[e1] 10:07 " + "a" * 40) + 1
+    line = len("[e1] " + "a" * 40) + 1
     tags, header, thread_header = 28, len("## 2026-11-20") + 1, len("## 2026-11-20 · t-2") + 1
     assert sum(costs) == packer.tokens_used == (tags + header + thread_header + 3 * line) // 4
     assert costs[1] <= line // 4 + 1 < costs[2]
@@ -125,7 +125,7 @@ def ranked(item: FactCandidate | EpisodeCandidate, score: float, *, vector_rank:
 
 def test_fused_packs_facts_and_episodes_in_one_order_under_one_budget() -> None:
     ep, f = episode("the reply that carries it"), fact("a fact ranked below")
-    budget = len("<haki_memory>\n## 2026-01-01\n[e1] 00:00 the reply that carries it\n"
+    budget = len("<haki_memory>\n## 2026-01-01\n[e1] the reply that carries it\n"
                  "</haki_memory>") // 4
     packer = SeedPacker(budget=budget, excerpt_with_kind=False)
     packer.add_fused([ranked(ep, 0.9), ranked(f, 0.5)])
@@ -146,7 +146,7 @@ def test_fused_excerpt_is_the_text_alone_cut_at_the_length() -> None:
     packer.add_fused([ranked(episode("y" * 100), 0.5)])
     assert packer.packet(missing_purpose=False).episodes[0].excerpt == "y" * 20
     assert packer.decisions[0].tokens == len(block(packer)) // 4
-    assert block(packer).endswith("[e1] 00:00 " + "y" * 20 + "\n</haki_memory>")
+    assert block(packer).endswith("[e1] " + "y" * 20 + "\n</haki_memory>")
 
 
 def test_a_conversation_reads_in_the_order_it_was_said() -> None:
@@ -164,9 +164,9 @@ def test_a_conversation_reads_in_the_order_it_was_said() -> None:
     assert [e.event_id for e in packet.episodes] == [
         earlier.id, thread.id, question.id, answer.id]
     assert block(packer).split("\n")[1:-1] == [
-        "## 2026-11-19", "[e1] 23:00 Day before",
-        "## 2026-11-20 · support-42", "[e2] 10:07 user: Other talk",
-        "## 2026-11-20", "[e3] 10:07 user: Where do I live?", "[e4] 10:07 assistant: In Lyon."]
+        "## 2026-11-19", "[e1] Day before",
+        "## 2026-11-20 · support-42", "[e2] user: Other talk",
+        "## 2026-11-20", "[e3] user: Where do I live?", "[e4] assistant: In Lyon."]
     assert packer.tokens_used == len(block(packer)) // 4
 
 

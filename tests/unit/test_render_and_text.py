@@ -61,10 +61,10 @@ def test_render_block() -> None:
         "<haki_memory>",
         "[f1] preferred language: fr (since 2025-03-01, unconfirmed)",
         "## 2026-01-02",
-        "[e1] 00:00 call: asked for a refund",
+        "[e1] call: asked for a refund",
         "## 2026-01-03",
-        "[e2] 01:30 user (Ana): I moved to Lyon",
-        "[e3] 01:31 assistant: Noted.",
+        "[e2] user (Ana): I moved to Lyon",
+        "[e3] assistant: Noted.",
         "</haki_memory>",
     ]
 
@@ -90,10 +90,10 @@ def test_render_groups_by_day_and_thread_and_cites_each_line() -> None:
         "[f1] travel preference: carriage: quiet; seat: window",
         "[f2] city: Lyon",
         "## 2026-11-20 · trip-7 ## 2026-01-01",
-        "[e1] 10:07 user (Ana): Quiet carriage please",
-        "[e2] 10:07 assistant: Booked.",
+        "[e1] user (Ana): Quiet carriage please",
+        "[e2] assistant: Booked.",
         "## 2026-11-20",
-        "[e3] 10:07 user: Hello",
+        "[e3] user: Hello",
         "</haki_memory>",
     ]
 

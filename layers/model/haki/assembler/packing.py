@@ -83,8 +83,8 @@ class Packer:
     decisions: list[TraceDecision] = field(default_factory=list, init=False)
     facts: list[PacketFact] = field(default_factory=list, init=False)
     #: The included episodes in decision order, each with where it stands in the order said
-    #: (the packet shows them in reading order, :meth:`reading_order`).
-    episodes: list[tuple[Said, PacketEpisode]] = field(default_factory=list, init=False)
+    #: and its group (the packet shows them in reading order, :meth:`reading_order`).
+    episodes: list[tuple[Said, Group, PacketEpisode]] = field(default_factory=list, init=False)
     #: The length of the block the packet renders to (0: empty, no block), and the episode
     #: groups it has a header for.
     chars: int = field(default=0, init=False)
@@ -151,16 +151,15 @@ class Packer:
         """The included episodes as the block shows them: by group (day, then the group's
         first word), each group's episodes in the order they were said."""
         first: dict[Group, Said] = {}
-        for said, episode in self.episodes:
-            group = group_of(episode)
+        for said, group, _ in self.episodes:
             first[group] = min(first.get(group, said), said)
 
-        def place(entry: tuple[Said, PacketEpisode]) -> tuple[object, ...]:
-            said, episode = entry
-            day, thread = group = group_of(episode)
+        def place(entry: tuple[Said, Group, PacketEpisode]) -> tuple[object, ...]:
+            said, group, _ = entry
+            day, thread = group
             return day, first[group], thread or "", said
 
-        return [episode for _, episode in sorted(self.episodes, key=place)]
+        return [episode for _, _, episode in sorted(self.episodes, key=place)]
 
     def _cost(self, line: str, group: Group | None = None) -> tuple[int, int]:
         """The characters ``line`` adds to the block (its line break, the tags when the block
@@ -190,16 +189,15 @@ class Packer:
     ) -> None:
         excerpt = episode.text(with_kind=self.excerpt_with_kind)[:self.excerpt_chars]
         role, name = episode.speaker
-        shown = PacketEpisode(event_id=episode.id, kind=episode.kind,
-                              occurred_at=episode.occurred_at, excerpt=excerpt, role=role,
-                              name=name, thread_id=episode.thread_id)
-        group = group_of(shown)
-        cost = self._cost(episode_line(len(self.episodes) + 1, shown), group)
+        group = group_of(episode.occurred_at, episode.thread_id)
+        cost = self._cost(episode_line(len(self.episodes) + 1, role, name, excerpt), group)
         tokens = cost[1]
         action, reason = self._admit(cost, episode.distance, gated, included_reason)
         if action == "included":
             self.groups.add(group)
-            self.episodes.append(((episode.occurred_at, episode.seq), shown))
+            self.episodes.append(((episode.occurred_at, episode.seq), group, PacketEpisode(
+                event_id=episode.id, kind=episode.kind, occurred_at=episode.occurred_at,
+                excerpt=excerpt, role=role, name=name, thread_id=episode.thread_id)))
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=None, event_id=episode.id, action=action, reason_code=reason,
@@ -221,11 +219,8 @@ class Packer:
                 text_rank=None, recency=None, tokens=None, **(arms or NO_ARMS)))
             return
         unconfirmed = candidate.horizon_passed and candidate.volatility == "slow"
-        shown = PacketFact(
-            id=candidate.id, predicate=candidate.predicate, value=candidate.value,
-            confidence=candidate.confidence, valid_from=candidate.valid_from,
-            source_event_ids=candidate.source_event_ids, unconfirmed=unconfirmed)
-        cost = self._cost(fact_line(len(self.facts) + 1, shown))
+        cost = self._cost(fact_line(len(self.facts) + 1, candidate.predicate, candidate.value,
+                                    candidate.valid_from, unconfirmed))
         tokens = cost[1]
         action: TraceAction
         if candidate.horizon_passed and candidate.volatility in EXPIRING:
@@ -234,7 +229,10 @@ class Packer:
         else:
             action, reason = self._admit(cost, candidate.distance, gated, included_reason)
         if action == "included":
-            self.facts.append(shown)
+            self.facts.append(PacketFact(
+                id=candidate.id, predicate=candidate.predicate, value=candidate.value,
+                confidence=candidate.confidence, valid_from=candidate.valid_from,
+                source_event_ids=candidate.source_event_ids, unconfirmed=unconfirmed))
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=candidate.id, event_id=None, action=action, reason_code=reason,

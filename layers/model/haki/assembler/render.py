@@ -7,15 +7,16 @@ characters on memory, not on formatting::
     <haki_memory>
     [f1] preferred language: fr (since 2026-11-27)
     ## 2026-11-20 · support-42
-    [e1] 10:07 user (Ana): Hi! Reports in English please.
-    [e2] 10:08 assistant: Noted.
+    [e1] user (Ana): Hi! Reports in English please.
+    [e2] assistant: Noted.
     </haki_memory>
 
 Each line starts with a handle to cite it by: ``[f<i>]`` for the i-th fact of the packet,
 ``[e<j>]`` for its j-th episode (1-based, in packet order). Facts come first, then the
 episodes under one short header per group: the day (UTC) and, when the episodes have one,
-their thread. Each episode says its time of day (UTC, to the minute) and, for a message, who
-said it: its role and, when given, the speaker's name (``user (Ana):``).
+their thread; within a group the lines are in the order said, so the day and the order stand
+for the time (the packet keeps each episode's ``occurred_at``). A message says who said it:
+its role and, when given, the speaker's name (``user (Ana):``).
 
 Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
 be able to close the block, open a forged one, or add lines that look like the block's own.
@@ -26,15 +27,15 @@ every line starts with the block's own handle or header mark, never with memory.
 """
 
 import re
-from datetime import UTC, date
+from datetime import UTC, date, datetime
+from typing import Any
 
-from haki.models import ContextPacket, PacketEpisode, PacketFact
+from haki.models import ContextPacket
 from haki.text import fact_text
 
 #: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters.
 _BREAKS = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]+")
 _CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
-_ANGLES = str.maketrans({"<": "‹", ">": "›"})
 
 OPEN_TAG = "<haki_memory>"
 CLOSE_TAG = "</haki_memory>"
@@ -47,8 +48,11 @@ Group = tuple[date, str | None]
 
 
 def inline(text: str) -> str:
-    """Memory text made safe inside the block: one line, no tag characters."""
-    return _CONTROLS.sub("", _BREAKS.sub(" ", text)).translate(_ANGLES)
+    """Memory text made safe inside the block: one line, no tag characters. (Every line
+    break and control character is unprintable: printable text skips the patterns.)"""
+    if not text.isprintable():
+        text = _CONTROLS.sub("", _BREAKS.sub(" ", text))
+    return text.replace("<", "‹").replace(">", "›")
 
 
 def render_packet(packet: ContextPacket) -> str:
@@ -59,32 +63,39 @@ def render_packet(packet: ContextPacket) -> str:
     if not packet.facts and not packet.episodes:
         return ""
     lines = [OPEN_TAG]
-    lines.extend(fact_line(number, fact) for number, fact in enumerate(packet.facts, start=1))
+    lines.extend(fact_line(number, f.predicate, f.value, f.valid_from, f.unconfirmed)
+                 for number, f in enumerate(packet.facts, start=1))
     previous: Group | None = None
     for number, episode in enumerate(packet.episodes, start=1):
-        if (current := group_of(episode)) != previous:
+        if (current := group_of(episode.occurred_at, episode.thread_id)) != previous:
             lines.append(group_header(current))
             previous = current
-        lines.append(episode_line(number, episode))
+        lines.append(episode_line(number, episode.role, episode.name, episode.excerpt))
     lines.append(CLOSE_TAG)
     return "\n".join(lines)
 
 
-def fact_line(number: int, fact: PacketFact) -> str:
+# The lines are made from the fields they show (not from packet models), so that the packer
+# measures a candidate's line before deciding to make it part of the packet.
+
+
+def fact_line(number: int, predicate: str, value: Any, valid_from: datetime | None,
+              unconfirmed: bool) -> str:
     """``[f1] preferred language: fr (since 2026-11-27, unconfirmed)``. A fact's confidence
     stays in the packet: on every line of a fact-heavy block it cost a sixth of the budget
     and carried no memory (docs/decisions/2026-12-05-compact-block.md)."""
     notes = []
-    if fact.valid_from is not None:
-        notes.append(f"since {fact.valid_from.astimezone(UTC).date().isoformat()}")
-    if fact.unconfirmed:
+    if valid_from is not None:
+        notes.append(f"since {valid_from.astimezone(UTC).date().isoformat()}")
+    if unconfirmed:
         notes.append("unconfirmed")
     suffix = f" ({', '.join(notes)})" if notes else ""
-    return f"[f{number}] {inline(fact_text(fact.predicate, fact.value))}{suffix}"
+    return f"[f{number}] {inline(fact_text(predicate, value))}{suffix}"
 
 
-def group_of(episode: PacketEpisode) -> Group:
-    return episode.occurred_at.astimezone(UTC).date(), episode.thread_id
+def group_of(occurred_at: datetime, thread_id: str | None) -> Group:
+    """An episode's group: its day in UTC and its thread."""
+    return occurred_at.astimezone(UTC).date(), thread_id
 
 
 def group_header(group: Group) -> str:
@@ -93,14 +104,15 @@ def group_header(group: Group) -> str:
     return f"## {day.isoformat()}" + (f" · {inline(thread)}" if thread is not None else "")
 
 
-def episode_line(number: int, episode: PacketEpisode) -> str:
-    """``[e1] 10:07 user (Ana): text``: the time of day in UTC, to the minute."""
-    return f"[e{number}] {episode.occurred_at.astimezone(UTC):%H:%M} {said(episode)}"
+def episode_line(number: int, role: str | None, name: str | None, excerpt: str) -> str:
+    """``[e1] user (Ana): text``."""
+    return f"[e{number}] {said(role, name, excerpt)}"
 
 
-def said(episode: PacketEpisode) -> str:
-    """``user (Ana): text`` for a message, the text alone for any other episode."""
-    if episode.role is None:
-        return inline(episode.excerpt)
-    who = f"{episode.role} ({episode.name})" if episode.name else episode.role
-    return f"{inline(who)}: {inline(episode.excerpt)}"
+def said(role: str | None, name: str | None, excerpt: str) -> str:
+    """``user (Ana): text`` for a message (a ``role``), the text alone for any other
+    episode."""
+    if role is None:
+        return inline(excerpt)
+    who = f"{role} ({name})" if name else role
+    return f"{inline(who)}: {inline(excerpt)}"
