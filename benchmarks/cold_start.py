@@ -20,8 +20,8 @@ from pathlib import Path
 
 from benchmarks.server import start_bench_server
 from haki.db import Database, Role
-from haki.settings import SOURCE_ROOT
 from haki_local.admin import create_key
+from haki_local.environment import SOURCE_ROOT
 from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "cold_start.json"

@@ -25,10 +25,10 @@ import psycopg
 from playwright.sync_api import Page, sync_playwright
 
 from haki.roles import DATABASE_NAME, Role
-from haki.settings import SOURCE_ROOT
 from haki_local import launch
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
 from haki_local.embedded import embedded_role_url, start_embedded
+from haki_local.environment import SOURCE_ROOT
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "console_load.json"
 DECISIONS = 30
@@ -48,7 +48,7 @@ WITH calls AS (
     RETURNING trace_id, created_at, project_id
 )
 INSERT INTO context_traces (trace_id, created_at, project_id, ordinals, fact_ids, event_ids,
-    actions, reasons, ranks, scores, similarities, text_ranks, recencies, tokens, unconfirmed,
+    actions, reasons, ranks, scores, similarities, text_ranks, tokens, unconfirmed,
     vector_ranks, text_arm_ranks, expanded_from)
 SELECT trace_id, created_at, project_id, o, array_fill(gen_random_uuid(), %(dims)s::int[]),
        array_fill(NULL::uuid, %(dims)s::int[]), array_fill(1::smallint, %(dims)s::int[]),

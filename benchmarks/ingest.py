@@ -39,8 +39,8 @@ from typing import Any
 
 from haki.embedding import get_embedder
 from haki.memory.api import MAX_EMBED_TOKENS
-from haki.settings import SOURCE_ROOT
 from haki_local import launch
+from haki_local.environment import SOURCE_ROOT
 from haki_local.launch import LocalApi
 
 RESULTS_DIR = SOURCE_ROOT / "benchmarks" / "results"
@@ -298,7 +298,7 @@ def embedding_only(spec: Spec) -> dict[str, Any]:
     from haki.memory.store import embed_texts
     from haki.settings import Settings
 
-    embedder = get_embedder(Settings(embed_threads=1))
+    embedder = get_embedder(Settings.from_env().model_copy(update={"embed_threads": 1}))
     embed_texts(embedder, ["warm up"])
     rows = {}
     window = embedder.manifest.max_tokens

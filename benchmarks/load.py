@@ -29,10 +29,10 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from haki.settings import SOURCE_ROOT
 from haki_local import launch
 from haki_local.cli.serve import is_loopback
 from haki_local.demo import DEMO_PROJECT
+from haki_local.environment import SOURCE_ROOT
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "load.json"
 QUESTIONS = (

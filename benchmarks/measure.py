@@ -10,13 +10,14 @@ import threading
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 from uuid import UUID
 
 import numpy as np
 import psycopg
+from psycopg.rows import dict_row
 
+from benchmarks.naive import assemble_naive, nearest_facts_exact
 from benchmarks.synthetic import BenchQuery
 from haki.assembler import RetrievalConfig, arms, assemble
 from haki.assembler.assemble import Embed
@@ -25,14 +26,6 @@ from haki.db.connection import acting_for
 from haki.embedding import Embedder
 from haki.keys import IdentityCache, authenticate
 from haki.models import ContextRequest
-from haki_local.baselines import (
-    EXHAUSTIVE_FACT_CANDIDATES,
-    PLANNER_SETTINGS,
-    TWO_PHASE_FACT_CANDIDATES,
-    SeedConfig,
-    assemble_seed,
-    seed_parameters,
-)
 from haki_local.protocol import count_protocol
 
 
@@ -80,11 +73,6 @@ class Context:
         """The runtime role acting for the question's project, as the API edge binds a key."""
         return acting_for(self.keys[q.project_id])
 
-    @property
-    def naive_config(self) -> SeedConfig:
-        """The design page's baseline: every in-scope fact scored with the seed formula."""
-        return SeedConfig.like(self.config, exhaustive=True)
-
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
     """p50 / p95 / p99 / mean / max of ``values`` (ms), rounded for the results file."""
@@ -107,10 +95,10 @@ def _request(q: BenchQuery) -> ContextRequest:
                           purpose="benchmark")
 
 
-def _timed_call(ctx: Context, db: Database, q: BenchQuery,
-                config: RetrievalConfig | SeedConfig) -> Call:
-    """Embed the question with the real embedder (cost measured) and assemble with the
-    synthetic vector the data was generated with, as the context handler does."""
+def _timed_call(ctx: Context, db: Database, q: BenchQuery, *, naive: bool = False) -> Call:
+    """Embed the question with the real embedder (cost measured) and assemble (or run the
+    naive baseline, ``benchmarks.naive``) with the synthetic vector the data was generated
+    with, as the context handler does."""
     embedder = ctx.embedder
     embed_cpu = [0.0]
 
@@ -123,10 +111,8 @@ def _timed_call(ctx: Context, db: Database, q: BenchQuery,
 
     started, cpu = time.perf_counter(), time.thread_time()
     with ctx.tenant(q):
-        if isinstance(config, SeedConfig):
-            result = assemble_seed(_request(q), embed, db=db, config=config)
-        else:
-            result = assemble(_request(q), embed, db=db, config=config)
+        result = (assemble_naive if naive else assemble)(_request(q), embed, db=db,
+                                                         config=ctx.config)
     finished = time.perf_counter()
     client_cpu = (time.thread_time() - cpu) * 1000.0
     client_cpu -= embed_cpu[0]  # embedded on this thread: that time is the embedding's
@@ -142,14 +128,13 @@ def run_calls(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = Fals
               warmup: int = 0) -> Loop:
     """Sequential calls of the assembler (or the naive baseline); ``warmup`` untimed first
     (they also open both connections, whose server processes are then read)."""
-    config = ctx.naive_config if naive else ctx.config
     db = Database(ctx.app_url)
     try:
         for q in queries[:warmup]:
-            _timed_call(ctx, db, q, config)
+            _timed_call(ctx, db, q, naive=naive)
         pids = [handle.connection().info.backend_pid for handle in (db, db.sibling())]
         before = server_cpu_ms(pids)
-        calls = [_timed_call(ctx, db, q, config) for q in queries]
+        calls = [_timed_call(ctx, db, q, naive=naive) for q in queries]
         after = server_cpu_ms(pids)
     finally:
         db.close()
@@ -227,7 +212,7 @@ def protocol(ctx: Context, queries: Sequence[BenchQuery]) -> Protocol:
 def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = False,
                  warmup: int = 0) -> list[float]:
     """Milliseconds of the candidates statements alone, rows fetched, inside the scoped
-    transaction: the naive facts statement (with its planner settings), or the fused arms as
+    transaction: the naive scan of the scope's facts, or the fused arms as
     a call runs them (the text arm, then the nearest events with the nearest facts beside them
     on the second connection) — without the embedding to hide the text arm, and without the
     merge."""
@@ -239,10 +224,7 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
             with ctx.tenant(q), db.transaction(q.project_id, pipeline=True) as conn:
                 started = time.perf_counter()
                 if naive:
-                    params = seed_parameters(request, q.vector, ctx.naive_config)
-                    conn.execute(PLANNER_SETTINGS, params)
-                    conn.cursor(binary=True).execute(
-                        EXHAUSTIVE_FACT_CANDIDATES, params).fetchall()
+                    nearest_facts_exact(conn, request, ctx.config, q.vector).fetchall()
                 else:
                     arms.text_arm(conn, request, ctx.config).fetchall()
                     with db.sibling().transaction(q.project_id, pipeline=True,
@@ -259,6 +241,20 @@ def run_sql_only(ctx: Context, queries: Sequence[BenchQuery], *, naive: bool = F
     return samples
 
 
+#: Rows of the vector arm the recall probe compares (the exact top 64 of the scope).
+RECALL_DEPTH = 64
+
+#: The same search with none of the arm's planner settings: pgvector's defaults (``ef_search``
+#: 40, no iterative scan), for contrast.
+PLAIN_NEAREST_FACTS = """
+SELECT f.id FROM facts AS f
+WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
+  AND (f.valid_to IS NULL OR f.valid_to > now())
+ORDER BY f.embedding <=> %(query_vector)s
+LIMIT %(depth)s
+"""
+
+
 @dataclass(frozen=True)
 class Recall:
     #: Share of the exact in-scope top-k the vector arm returned, per query.
@@ -270,23 +266,28 @@ class Recall:
 
 
 def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
-    """The vector arm over facts (the seed's statement, full-text arm off; the served arms use
-    the same index settings) against the exact in-scope top-k (the same statement with index
-    scans disabled: the scope is then read through its btree or sequentially and sorted
-    exactly)."""
-    arm_only = SeedConfig.like(ctx.config, use_text_arm=False)
-    arm_only = SeedConfig.like(ctx.config, use_text_arm=False, candidate_limit=arm_only.top_k)
+    """The served vector arm over facts (``arms.nearest_facts``, :data:`RECALL_DEPTH` deep)
+    against the exact in-scope top-k (the same call with index scans off: the scope is then
+    read through its btree or sequentially and sorted exactly), and pgvector's defaults."""
+    config = replace(ctx.config, vector_top_k=RECALL_DEPTH, vector_top_k_min=RECALL_DEPTH)
     db = Database(ctx.app_url)
     tuned: list[float] = []
     defaults: list[float] = []
     returned: list[int] = []
     try:
         for q in queries:
-            params = seed_parameters(_request(q), q.vector, arm_only)
+            request = _request(q)
+            plain_params = {"project_id": q.project_id, "subject_id": q.subject_id,
+                            "query_vector": q.vector, "depth": RECALL_DEPTH}
             with ctx.tenant(q):
-                exact = _arm_ids(db, q, params, settings=True, exact=True)
-                hnsw = _arm_ids(db, q, params, settings=True, exact=False)
-                plain = _arm_ids(db, q, params, settings=False, exact=False)
+                with db.transaction(q.project_id) as conn:
+                    exact = _ids(nearest_facts_exact(conn, request, config, q.vector,
+                                                     RECALL_DEPTH))
+                with db.transaction(q.project_id) as conn:
+                    hnsw = _ids(arms.nearest_facts(conn, request, config, q.vector))
+                with db.transaction(q.project_id) as conn:
+                    plain = _ids(conn.cursor(row_factory=dict_row).execute(
+                        PLAIN_NEAREST_FACTS, plain_params))
             denominator = max(1, len(exact))
             tuned.append(len(exact & hnsw) / denominator)
             defaults.append(len(exact & plain) / denominator)
@@ -296,15 +297,8 @@ def vector_recall(ctx: Context, queries: Sequence[BenchQuery]) -> Recall:
     return Recall(tuned, defaults, returned)
 
 
-def _arm_ids(db: Database, q: BenchQuery, params: dict[str, Any], *, settings: bool,
-             exact: bool) -> set[UUID]:
-    with db.transaction(q.project_id) as conn:
-        if settings:
-            conn.execute(PLANNER_SETTINGS, params)
-        if exact:
-            conn.execute("SELECT set_config('enable_indexscan', 'off', true)")
-        rows = conn.execute(TWO_PHASE_FACT_CANDIDATES, params).fetchall()
-    return {row[0] for row in rows}
+def _ids(cursor: arms.Cursor) -> set[UUID]:
+    return {row["id"] for row in cursor.fetchall()}
 
 
 def trace_rows(owner_url: str, trace_ids: Sequence[UUID]) -> list[int]:
@@ -333,7 +327,7 @@ def throughput(ctx: Context, queries: Sequence[BenchQuery], clients: int) -> dic
         db = Database(ctx.app_url)
         try:
             for q in shares[index]:
-                latencies[index].append(_timed_call(ctx, db, q, ctx.config).e2e_ms)
+                latencies[index].append(_timed_call(ctx, db, q).e2e_ms)
         except BaseException as exc:
             errors.append(exc)
         finally:

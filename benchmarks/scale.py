@@ -31,9 +31,10 @@ from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.db import Database, Role
 from haki.embedding import Embedder, get_embedder
 from haki.keys import hash_key
-from haki.settings import SOURCE_ROOT, Settings
+from haki.settings import Settings
 from haki_local.admin import create_key
 from haki_local.embedded import embedded_role_url
+from haki_local.environment import SOURCE_ROOT
 
 log = logging.getLogger("benchmarks.scale")
 

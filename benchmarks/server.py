@@ -23,8 +23,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from haki.settings import SOURCE_ROOT
 from haki_local.embedded import POSTGRES_MAJOR, start_embedded
+from haki_local.environment import SOURCE_ROOT
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,8 @@ from haki.assembler.config import RetrievalConfig
 from haki.db import Role
 from haki.db.connection import acting_for
 from haki.models import ContextRequest
-from haki.settings import SOURCE_ROOT, Settings
+from haki.settings import Settings
+from haki_local.environment import SOURCE_ROOT
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "trace_storage.json"
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "

@@ -22,8 +22,8 @@ from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database, Role
 from haki.db.connection import acting_for, connect
 from haki.models import ContextPacket, ContextRequest, ContextResponse, TraceDecision
-from haki.settings import SOURCE_ROOT
 from haki_local.admin import tenant_keys
+from haki_local.environment import SOURCE_ROOT
 from haki_local.evaluation import scratch_database
 
 RESULTS = SOURCE_ROOT / "benchmarks" / "results" / "trace_write.json"
@@ -68,7 +68,7 @@ def _decisions() -> list[TraceDecision]:
         event_id=None if i < 110 else uuid.uuid4(),
         action="included" if i < 12 else "excluded",
         reason_code="top_score" if i < 12 else "over_budget", rank=i + 1, score=0.5,
-        similarity=0.8, text_rank=None, recency=0.9, tokens=40, vector_rank=i + 1)
+        similarity=0.8, text_rank=None, tokens=40, vector_rank=i + 1)
         for i in range(DECISIONS)]
 
 

@@ -247,6 +247,19 @@ CREATE TABLE erasure_receipts (
     PRIMARY KEY (project_id, id)
 );
 
+-- Per-project storage quotas (HAKI_MAX_FACTS_PER_PROJECT / HAKI_MAX_EVENTS_PER_PROJECT,
+-- haki.memory.quota): how many facts and events each project holds, kept by the triggers of
+-- haki_storage_count so that a write is checked against its quota without counting rows. A
+-- project's count is the sum of a few slot rows: each writing statement adds its change to a
+-- slot no other transaction holds, so writers never wait for each other's counter.
+CREATE TABLE project_storage (
+    project_id text    NOT NULL CHECK (char_length(project_id) BETWEEN 1 AND 128),
+    slot       integer NOT NULL,
+    facts      bigint  NOT NULL DEFAULT 0,
+    events     bigint  NOT NULL DEFAULT 0,
+    PRIMARY KEY (project_id, slot)
+);
+
 -- 4. Text statistics for the idf of the text arm, per scope, kept on write by the triggers of
 -- haki_text_stats_apply — never computed by scanning a scope at query time. Rows whose counts
 -- fall to zero are deleted, so forgetting a subject leaves none of its words behind. (Counts
@@ -269,10 +282,9 @@ CREATE TABLE text_term_stats (
     PRIMARY KEY (project_id, subject_id, term)
 );
 
--- The OR and AND of tsqueries, built from the functions behind the tsquery `||` and `&&`
--- operators, so no query text is ever re-parsed or quoted.
+-- The OR of tsqueries, built from the function behind the tsquery `||` operator, so no query
+-- text is ever re-parsed or quoted.
 CREATE AGGREGATE tsquery_or_agg(tsquery) (SFUNC = tsquery_or, STYPE = tsquery);
-CREATE AGGREGATE tsquery_and_agg(tsquery) (SFUNC = tsquery_and, STYPE = tsquery);
 
 -- 5. Context calls and their traces, range-partitioned by UTC day on created_at: partitions
 -- are made ahead and dropped whole past retention (haki_trace_partitions), and a DEFAULT
@@ -323,12 +335,11 @@ CREATE TABLE context_traces (
     fact_ids       uuid[] NOT NULL,
     event_ids      uuid[] NOT NULL,
     actions        smallint[] NOT NULL CHECK (actions <@ '{1,2,3}'::smallint[]),
-    reasons        smallint[] NOT NULL CHECK (reasons <@ '{1,2,3,4,5,6,7,8}'::smallint[]),
+    reasons        smallint[] NOT NULL CHECK (reasons <@ '{1,2,3,4,5,6,7}'::smallint[]),
     ranks          integer[] NOT NULL,
     scores         real[] NOT NULL,
     similarities   real[] NOT NULL,
     text_ranks     real[] NOT NULL,
-    recencies      real[] NOT NULL,
     tokens         integer[] NOT NULL,
     unconfirmed    boolean[] NOT NULL,
     vector_ranks   integer[] NOT NULL,
@@ -372,7 +383,7 @@ BEGIN
     FOREACH t IN ARRAY ARRAY['projects', 'api_keys', 'facts', 'events', 'conflict_sets',
                              'disabled_subjects', 'erasure_receipts', 'text_scope_stats',
                              'text_term_stats', 'context_calls', 'context_traces',
-                             'stats_rollups']
+                             'stats_rollups', 'project_storage']
     LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
@@ -398,11 +409,13 @@ GRANT SELECT, INSERT, DELETE ON events, disabled_subjects TO haki_app;
 GRANT SELECT, INSERT, DELETE ON context_calls, context_traces TO haki_app;
 GRANT UPDATE (packet) ON context_calls TO haki_app;
 GRANT UPDATE (ordinals, fact_ids, event_ids, actions, reasons, ranks, scores, similarities,
-              text_ranks, recencies, tokens, unconfirmed, vector_ranks, text_arm_ranks,
-              expanded_from) ON context_traces TO haki_app;
+              text_ranks, tokens, unconfirmed, vector_ranks, text_arm_ranks, expanded_from)
+    ON context_traces TO haki_app;
 GRANT INSERT ON erasure_receipts TO haki_app;
 GRANT SELECT, DELETE ON stats_rollups TO haki_app;
 GRANT SELECT ON stats_watermark TO haki_app;
+-- The runtime role reads its project's storage count; the triggers (SECURITY DEFINER) write it.
+GRANT SELECT ON project_storage TO haki_app;
 
 GRANT SELECT (project_id, subject_id, created_at, latency_ms, facts_served, token_count)
     ON context_calls TO haki_stats;

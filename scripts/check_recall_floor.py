@@ -29,8 +29,9 @@ import numpy as np
 from haki.db import Database, Role
 from haki.embedding import get_embedder
 from haki.models import DEFAULT_BUDGET_TOKENS
-from haki.settings import SOURCE_ROOT, Settings
+from haki.settings import Settings
 from haki_local.embedded import start_embedded
+from haki_local.environment import SOURCE_ROOT, use_local_defaults
 from haki_local.evaluation import (
     Evaluator,
     evaluation_keys,
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="recall the floor may cost, absolute (default 0.01)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    use_local_defaults()
     settings = Settings.from_env()
     if args.provider:
         settings = settings.model_copy(update={"embed_provider": args.provider})

@@ -27,7 +27,7 @@ from haki.db import Database, Role
 from haki.db.connection import acting_for, connect
 from haki.db.migrate import apply_migrations
 from haki.embedding import Embedder, get_embedder
-from haki.settings import Settings
+from haki.settings import Settings, get_settings
 from haki_local.admin import tenant_keys
 from haki_local.embedded import embedded_role_url, start_embedded, stop_embedded
 
@@ -149,7 +149,7 @@ def project_id() -> str:
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """The real default embedder, built by ``make model`` (the test command builds it)."""
-    return get_embedder(Settings())
+    return get_embedder(get_settings())
 
 
 @pytest.fixture

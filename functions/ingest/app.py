@@ -23,6 +23,7 @@ from haki.errors import (
     IdempotencyConflict,
     PayloadTooLarge,
     StaleSupersedes,
+    StorageQuotaExceeded,
     UnknownReference,
 )
 from haki.memory.api import EventsRequest, EventsResponse, FactsRequest, FactsResponse
@@ -58,7 +59,8 @@ def _log_batch(project_id: str, subjects: set[str]) -> None:
 @app.post("/v1/events",
           summary="Store a batch of events (episodes) or of conversation messages, idempotently",
           status_code=HTTPStatus.CREATED,
-          responses=responses(HTTPStatus.CREATED, IdempotencyConflict, PayloadTooLarge))
+          responses=responses(HTTPStatus.CREATED, IdempotencyConflict, PayloadTooLarge,
+                              StorageQuotaExceeded))
 @traced
 def post_events(request: EventsRequest) -> EventsResponse:
     project_id = key_scope(app, request.project_id)
@@ -71,8 +73,8 @@ def post_events(request: EventsRequest) -> EventsResponse:
 
 @app.post("/v1/facts", summary="Write a batch of facts through the rules of their key",
           status_code=HTTPStatus.CREATED,
-          responses=responses(HTTPStatus.CREATED, PayloadTooLarge, UnknownReference,
-                              StaleSupersedes, FactInOpenConflict))
+          responses=responses(HTTPStatus.CREATED, PayloadTooLarge, StorageQuotaExceeded,
+                              UnknownReference, StaleSupersedes, FactInOpenConflict))
 @traced
 def post_facts(request: FactsRequest) -> FactsResponse:
     project_id = key_scope(app, request.project_id)

@@ -10,8 +10,8 @@ One credential (docs/decisions/2026-12-03-one-credential-authorizer.md): a tenan
 - The function checks the key again in the same transaction that sets the row-level-security
   scope: a key revoked within the authorizer's cache TTL is refused there.
 
-Optional: an AWS WAFv2 web ACL on the stage (``haki:waf``) and a custom domain name
-(``haki:domain_name``); the default execute-api endpoint and the domain both pin TLS 1.2+.
+An AWS WAFv2 web ACL guards the stage unless ``haki:waf=false``; optional, a custom domain
+name (``haki:domain_name``); the default execute-api endpoint and the domain both pin TLS 1.2+.
 """
 
 from collections.abc import Mapping
@@ -148,8 +148,8 @@ class Api(Construct):
             acknowledge(
                 self.rest_api,
                 "AwsSolutions-APIG3",
-                "No WAF by default (from ~$6/month): the stage throttle, per-project usage "
-                "plans and the key authorizer bound abuse; haki:waf=true attaches one",
+                "The web ACL was turned off with haki:waf=false: the stage throttle, "
+                "per-project usage plans and the key authorizer still bound abuse",
             )
 
     @property

@@ -62,7 +62,12 @@ DEFAULT_SIZING: dict[str, FunctionSizing] = {
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
+    # The console's static files, public (no key): a few milliseconds each, no database. Its
+    # reservation caps what a flood of page loads can take of the account's concurrency.
+    "console": FunctionSizing(memory_mb=128, timeout_s=5, reserved_concurrency=10),
 }
+#: The one function that never reaches the database (its reservation is not the proxy's).
+NO_DATABASE = frozenset({"console"})
 
 
 @dataclass(frozen=True)
@@ -95,11 +100,14 @@ class HakiConfig:
     key_quota_per_day: int = 200_000
     #: How long API Gateway caches the authorizer's answer for one Authorization value
     #: (0..3600; 0: every call runs the authorizer). A revoked key is still refused by the
-    #: function within it; only the edge's allow lives this long.
-    authorizer_cache_seconds: int = 300
-    #: Opt-in (from ~$6/month): an AWS WAFv2 web ACL on the stage, with the AWS common rule
-    #: set and a per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes.
-    waf: bool = False
+    #: function within it, but the edge lets it through and meters it this long: 30 s keeps
+    #: that window short for at most one authorizer run per key per 30 s
+    #: (docs/decisions/2026-12-05-authorizer-cache-30-seconds.md).
+    authorizer_cache_seconds: int = 30
+    #: An AWS WAFv2 web ACL on the stage (from ~$6/month), with the AWS common rule set and a
+    #: per-IP rate-based rule of ``waf_rate_limit`` requests per 5 minutes; ``false`` turns it
+    #: off (a throwaway environment, or a WAF managed outside the stack).
+    waf: bool = True
     waf_rate_limit: int = 2000
     #: Optional custom domain (with the ARN of its ACM certificate, same region), TLS 1.2+.
     domain_name: str | None = None
@@ -170,10 +178,10 @@ class HakiConfig:
 STACK_ENV_NAMES = frozenset(
     name for name in Settings.environment_variables() if name.startswith("HAKI_DB_"))
 #: The variables a deployment may add: what ``haki.settings.Settings`` reads, minus what the
-#: stack sets (the proxy's, the generated log salt) and the two that only make sense on a
+#: stack sets (the proxy's, the generated log salt's secret) and the two that only make sense on a
 #: developer's machine. Anything else in ``runtime_env`` is a typo.
 RUNTIME_ENV_NAMES = Settings.environment_variables() - STACK_ENV_NAMES - {
-    "HAKI_LOG_SALT", "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
+    "HAKI_LOG_SALT", "HAKI_LOG_SALT_SECRET_ARN", "HAKI_DATABASE_URL", "HAKI_DATA_DIR"}
 
 
 def _json(value: Any) -> Any:

@@ -5,7 +5,8 @@ its static files.
 The page and its files hold no data, so these two methods need no key (a browser cannot
 attach one to a page load); everything the page shows it reads through the API's data
 routes, with the tenant's key, under their auth like any other client. The function needs
-no database, no layer and no network: it runs outside the VPC with the smallest memory.
+no database, no layer and no network: it runs outside the VPC with the smallest memory, and
+a reserved concurrency of its own (``haki:sizing``'s ``console``).
 """
 
 from aws_cdk import Duration, RemovalPolicy
@@ -14,7 +15,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from haki_infra.config import PROJECT_ROOT
+from haki_infra.config import PROJECT_ROOT, FunctionSizing
 from haki_infra.layer import RUNTIME
 from haki_infra.nag import acknowledge
 
@@ -29,6 +30,7 @@ class Console(Construct):
         construct_id: str,
         *,
         rest_api: apigw.RestApi,
+        sizing: FunctionSizing,
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -46,8 +48,11 @@ class Console(Construct):
                 exclude=["__pycache__", "*.pyc", "vendor/README.md"],
             ),
             handler="app.handler",
-            memory_size=128,
-            timeout=Duration.seconds(5),
+            memory_size=sizing.memory_mb,
+            timeout=Duration.seconds(sizing.timeout_s),
+            # Public methods (no key): a flood of page loads stops at this many concurrent
+            # executions instead of taking the account's unreserved pool.
+            reserved_concurrent_executions=sizing.reserved_concurrency,
             log_group=self.log_group,
         )
         integration = apigw.LambdaIntegration(self.function, allow_test_invoke=False)

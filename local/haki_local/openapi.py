@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from haki import __version__
-from haki.settings import SOURCE_ROOT
 from haki_aws.errors import CONTENT_TYPE, ERROR_SCHEMA_REF
 from haki_aws.routes import ROUTES, Route
+from haki_local.environment import SOURCE_ROOT
 
 OPENAPI_PATH = SOURCE_ROOT / "docs" / "openapi.json"
 TITLE = "Haki context assembler API"

@@ -18,7 +18,8 @@ What the server refuses itself is answered in the error contract (``{"error": {"
 (over API Gateway's 10 MiB), 408 ``request_timeout`` (the body did not arrive within
 :data:`BODY_TIMEOUT_S`), 400 ``validation_error`` (not valid HTTP: a bad ``Content-Length``,
 headers over :data:`HEADER_BYTES`), 500 ``internal_error``. Idle keep-alive connections close
-after :data:`KEEP_ALIVE_S`.
+after :data:`KEEP_ALIVE_S`, and a connection whose request line and headers are not all in
+within :data:`HEADER_TIMEOUT_S` (a header trickle) is closed.
 """
 
 import asyncio
@@ -47,11 +48,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.supervisors import Multiprocess
 
 from haki.errors import HakiError, PayloadTooLarge
-from haki.settings import get_settings
 from haki_aws.errors import CONTENT_TYPE, INTERNAL_MESSAGE, error_body
 from haki_aws.routes import EDGE_ERRORS, ROUTES, Route
 from haki_local.console import PREFIX, Console
-from haki_local.embedded import use_embedded_database
 
 #: API Gateway's own payload limit; the handlers apply the contract's smaller ones.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
@@ -59,6 +58,9 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 BODY_TIMEOUT_S = 30.0
 #: How long an idle keep-alive connection stays open (uvicorn's ``timeout_keep_alive``).
 KEEP_ALIVE_S = 5
+#: How long a request line and its headers may take to arrive, from the connection's opening
+#: or the previous response's end, however slowly their bytes trickle in.
+HEADER_TIMEOUT_S = 10.0
 #: Largest request line plus headers (h11's incomplete-event limit; API Gateway's is 10 KiB).
 HEADER_BYTES = 16 * 1024
 #: How long a stopping worker waits for the requests in flight.
@@ -193,6 +195,10 @@ async def read_body(request: Request, timeout_s: float) -> bytes:
     return bytes(body)
 
 
+#: Serves one request of a route (``routed``: the method is the route's; else only authorized).
+Dispatch = Callable[[Route, Request, bool], Awaitable[Response]]
+
+
 @dataclass(frozen=True)
 class Resource:
     """The ASGI endpoint of one API Gateway resource path: each method of ``routes`` is
@@ -201,7 +207,7 @@ class Resource:
 
     path: str
     routes: Mapping[str, Route]
-    dispatch: Callable[[Route, Request, bool], Awaitable[Response]]
+    dispatch: Dispatch
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -224,28 +230,16 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
     authorizer its 503, and an allowed call's event carries the authorizer's context."""
     lock = asyncio.Lock()
 
-    def call(handler: Handler, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        with contextlib.redirect_stdout(io.StringIO()):
-            return handler(event, context)
-
     def authorize_and_call(route: Route, event: dict[str, Any], request_id: str, routed: bool
                            ) -> dict[str, Any] | Response:
         if authorizer is not None:
-            if not has_authorization(event["headers"]):
-                return edge_response("UNAUTHORIZED")
-            try:
-                answer = call(authorizer, authorizer_event(event),
-                              LambdaContext("haki-authorizer", request_id))
-            except Exception:
-                return edge_response("AUTHORIZER_FAILURE")
-            if not allows(answer):
-                return edge_response("ACCESS_DENIED")
-            event["requestContext"]["authorizer"] = {
-                **answer.get("context", {}), "principalId": answer["principalId"]}
+            refused = authorize(authorizer, event, request_id)
+            if refused is not None:
+                return refused
         if not routed:  # authorized: the caller learns the methods of the path (405)
             return Response(status_code=204)
-        return call(handlers[route.function], event,
-                    LambdaContext(f"haki-{route.function}", request_id))
+        return _call(handlers[route.function], event,
+                     LambdaContext(f"haki-{route.function}", request_id))
 
     async def dispatch(route: Route, request: Request, routed: bool) -> Response:
         body = await read_body(request, body_timeout_s)
@@ -258,17 +252,7 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
             return result
         return proxy_response(result, request_id)
 
-    resources: dict[str, dict[str, Route]] = {}
-    for route in ROUTES:
-        resources.setdefault(route.path, {})[route.method] = route
-    routes = [WebRoute(path, Resource(path, methods, dispatch))
-              for path, methods in resources.items()]
-    if console is not None:
-        async def console_page(request: Request) -> Response:
-            return await run_in_threadpool(console.handle, request.method, request.url.path,
-                                           request.headers)
-
-        routes += [WebRoute(PREFIX, console_page), WebRoute(PREFIX + "/{rest:path}", console_page)]
+    routes = _api_routes(dispatch) + (_console_routes(console) if console is not None else [])
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -278,6 +262,46 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
 
     return Starlette(routes=routes, lifespan=lifespan, exception_handlers={
         HakiError: _contract_error, HTTPException: _http_error, Exception: _internal_error})
+
+
+def _api_routes(dispatch: Dispatch) -> list[WebRoute]:
+    """One route per path of :data:`ROUTES`, dispatching each method of it."""
+    resources: dict[str, dict[str, Route]] = {}
+    for route in ROUTES:
+        resources.setdefault(route.path, {})[route.method] = route
+    return [WebRoute(path, Resource(path, methods, dispatch))
+            for path, methods in resources.items()]
+
+
+def _console_routes(console: Console) -> list[WebRoute]:
+    async def console_page(request: Request) -> Response:
+        return await run_in_threadpool(console.handle, request.method, request.url.path,
+                                       request.headers)
+
+    return [WebRoute(PREFIX, console_page), WebRoute(PREFIX + "/{rest:path}", console_page)]
+
+
+def _call(handler: Handler, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """A handler's result; what it prints (EMF metric lines) is dropped."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return handler(event, context)
+
+
+def authorize(authorizer: Handler, event: dict[str, Any], request_id: str) -> Response | None:
+    """The edge's refusal of ``event`` (no Authorization header, a failing authorizer, a
+    denied key), or None with the authorizer's context put in the event."""
+    if not has_authorization(event["headers"]):
+        return edge_response("UNAUTHORIZED")
+    try:
+        answer = _call(authorizer, authorizer_event(event),
+                       LambdaContext("haki-authorizer", request_id))
+    except Exception:
+        return edge_response("AUTHORIZER_FAILURE")
+    if not allows(answer):
+        return edge_response("ACCESS_DENIED")
+    event["requestContext"]["authorizer"] = {
+        **answer.get("context", {}), "principalId": answer["principalId"]}
+    return None
 
 
 async def _contract_error(request: Request, error: Exception) -> Response:
@@ -308,16 +332,44 @@ async def _internal_error(request: Request, error: Exception) -> Response:
 
 def local_app() -> Starlette:
     """uvicorn's factory, called in each worker process: the real handlers and the console,
-    over the embedded database unless ``HAKI_DATABASE_URL`` names one."""
-    settings = get_settings()
-    use_embedded_database(settings)
+    over the database of the worker's ``HAKI_DATABASE_URL`` (``haki serve`` sets it)."""
     return create_app(load_handlers(), Console(),
                       authorizer=import_module("functions.authorizer.app").handler)
 
 
 class ContractH11Protocol(H11Protocol):
     """uvicorn's h11 protocol, answering a request that is not valid HTTP in the error
-    contract rather than in plain text."""
+    contract rather than in plain text, and closing a connection whose request head does not
+    arrive within :data:`HEADER_TIMEOUT_S` (uvicorn's keep-alive timer stops at the first byte,
+    so a client trickling header bytes would otherwise hold the connection without limit)."""
+
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._await_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._await_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = self.loop.call_later(HEADER_TIMEOUT_S, self._head_overdue)
+
+    def _head_overdue(self) -> None:
+        """No complete request head since the timer started: the client is still on its
+        request line or headers (h11 waits for a request, ``IDLE``)."""
+        self._head_timer = None
+        if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
         body = error_body("validation_error", "invalid HTTP request (request line, headers "

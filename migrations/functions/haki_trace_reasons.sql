@@ -4,7 +4,7 @@ CREATE OR REPLACE FUNCTION haki_trace_reasons()
 RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 AS $$
-    SELECT ARRAY['top_score', 'multi_hop_expansion', 'episode_match', 'neighbour_expansion',
-                 'over_budget', 'volatility_expired', 'below_relevance_floor', 'conflict_open']
+    SELECT ARRAY['top_score', 'episode_match', 'neighbour_expansion', 'over_budget',
+                 'volatility_expired', 'below_relevance_floor', 'conflict_open']
 $$;
 GRANT EXECUTE ON FUNCTION haki_trace_reasons() TO haki_app, haki_stats;

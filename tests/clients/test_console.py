@@ -321,3 +321,53 @@ def test_a_key_of_another_project_sees_none_of_it(
                  f"/v1/conflicts?{scope}"):
         assert http(haki_server.url + path, key)[0] == 403, path
         assert http(haki_server.url + path)[0] == 401, path
+
+
+# --------------------------------------------------------------------- the key and links
+
+
+def test_a_key_in_a_link_is_never_taken(haki_server: Server, browser: Browser):
+    page = browser.new_page(viewport=WIDE)
+    page.goto(f"{haki_server.url}/console/#project={DEMO_PROJECT}&key={haki_server.key}"
+              "&view=memory")
+    page.wait_for_selector("#login", state="visible")
+    assert page.evaluate("sessionStorage.getItem('haki.console.key')") is None
+    assert haki_server.key not in page.url and "view=memory" in page.url
+    assert "not used" in page.inner_text("#status")
+    # The project the link names fills the form; the key is the user's to paste.
+    assert page.input_value("#login-project") == DEMO_PROJECT
+    assert page.input_value("#key") == ""
+    assert page.is_hidden("#app")
+    page.close()
+
+
+def test_a_link_to_another_project_does_not_switch_a_signed_in_tab(
+    haki_server: Server, browser: Browser, memory: dict[str, Any]
+):
+    page = browser.new_page(viewport=WIDE)
+    log_in(page, haki_server.url, DEMO_PROJECT, haki_server.key)
+    other_key = "hk_" + "0" * 40
+    link = f"{haki_server.url}/console/#project=console-other&key={other_key}"
+    visit(page, link)
+    # Still the same project, with the same key and its calls; the choice is offered.
+    assert page.evaluate("sessionStorage.getItem('haki.console.project')") == DEMO_PROJECT
+    assert page.evaluate("sessionStorage.getItem('haki.console.key')") == haki_server.key
+    assert other_key not in page.url and "console-other" not in page.url
+    assert memory["language"] in listed(page)
+    assert page.is_visible("#switch")
+    assert "console-other" in page.inner_text("#switch")
+    assert DEMO_PROJECT in page.inner_text("#project")
+
+    # Staying keeps the tab as it was.
+    page.click("#switch-stay")
+    assert page.is_hidden("#switch") and page.is_visible("#app")
+
+    # Switching asks for the other project's key: the form, its project filled, no key.
+    visit(page, link.replace("&key=", "&x="))
+    page.click("#switch-go")
+    page.wait_for_selector("#login", state="visible")
+    assert page.input_value("#login-project") == "console-other"
+    assert page.input_value("#key") == ""
+    assert page.evaluate("sessionStorage.getItem('haki.console.key')") is None
+    assert page.is_hidden("#app")
+    page.close()

@@ -1,16 +1,19 @@
 """The edges of ``haki serve`` over real HTTP: what the server refuses before a handler runs
 (an unknown path, a known path with another method, a body over API Gateway's limit, a bad
 ``Content-Length``) and what the handler refuses (a body that is not JSON) — every one in the
-JSON error contract, never HTML — and the loopback-only default."""
+JSON error contract, never HTML — the loopback-only default, and connections whose request
+head trickles in (or never comes) closed within a bound."""
 
 import http.client
 import json
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from haki_local.server import MAX_PAYLOAD_BYTES
+from haki_local.server import HEADER_TIMEOUT_S, MAX_PAYLOAD_BYTES
 from tests.e2e.conftest import Client, Server, haki_env
 
 
@@ -73,3 +76,38 @@ def test_a_non_loopback_host_is_refused_without_allow_remote(tmp_path: Path) -> 
         env=haki_env(tmp_path), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "not a loopback address" in done.stderr and "--allow-remote" in done.stderr
+
+
+def test_a_header_trickle_and_a_silent_connection_are_closed_by_the_server(
+        client: Client, server: Server) -> None:
+    """One connection sends a header line every half second and never ends its head; another
+    sends nothing. The server closes both once :data:`HEADER_TIMEOUT_S` is past."""
+    url = urlsplit(server.url)
+    trickle = socket.create_connection((url.hostname, url.port), timeout=0.5)
+    silent = socket.create_connection((url.hostname, url.port), timeout=0.5)
+    started = time.monotonic()
+    closed: dict[str, float] = {}
+    try:
+        trickle.sendall(b"GET /v1/facts HTTP/1.1\r\nHost: local\r\n")
+        while len(closed) < 2 and time.monotonic() - started < HEADER_TIMEOUT_S + 15:
+            for name, sock in (("trickle", trickle), ("silent", silent)):
+                if name in closed:
+                    continue
+                try:
+                    if name == "trickle":
+                        sock.sendall(b"X-Trickle: 1\r\n")
+                    if sock.recv(4096) == b"":  # the server closed it
+                        closed[name] = time.monotonic() - started
+                except TimeoutError:
+                    continue
+                except (BrokenPipeError, ConnectionResetError):
+                    closed[name] = time.monotonic() - started
+    finally:
+        trickle.close()
+        silent.close()
+    assert set(closed) == {"trickle", "silent"}, closed
+    assert all(HEADER_TIMEOUT_S - 1 <= after <= HEADER_TIMEOUT_S + 5
+               for after in closed.values()), closed
+    # The server still answers a client that sends its request at once.
+    reply = client.request("GET", "/v1/nothing-here", key=server.key)
+    assert reply.status == 404

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from haki.embedding import Embedder, get_embedder
-from haki.settings import SOURCE_ROOT, Settings
+from haki.settings import Settings
+from haki_local.environment import SOURCE_ROOT
 
 MODELS_DIR = SOURCE_ROOT / "build" / "models"
 DATA_DIR = SOURCE_ROOT / "tests" / "data"

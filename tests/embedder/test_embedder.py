@@ -74,6 +74,29 @@ def test_large_batches_keep_input_order(embedder: Embedder) -> None:
         np.testing.assert_allclose(together[i], embedder.embed_passages([texts[i]])[0], atol=1e-6)
 
 
+def test_long_batches_run_in_bounded_runs_with_the_same_vectors(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ten texts that each fill the model's window (one length, so one group) are embedded
+    in runs bounded by tokens: the vectors are those of one run of all ten, and of each text
+    alone, in order."""
+    from haki.embedding import embedder as module
+
+    words = "invoice report export language meeting budget platform auditors".split()
+    texts = [f"{i} " + " ".join(words[(i + j) % len(words)] for j in range(700))
+             for i in range(10)]
+    window = embedder.manifest.max_tokens
+    assert set(embedder.passage_tokens(texts)) == {window}
+    assert window * len(texts) > module.RUN_TOKENS  # more than one run
+    bounded = embedder.embed_passages(texts)
+    alone = np.stack([embedder.embed_passages([t])[0] for t in texts])
+    monkeypatch.setattr(module, "RUN_TOKENS", 10**9)
+    one_run = embedder.embed_passages(texts)
+    assert bounded.tobytes() == one_run.tobytes()
+    np.testing.assert_array_equal(bounded, alone)
+    assert len({row.tobytes() for row in bounded}) == len(texts)
+
+
 EDGE_INPUTS = {
     "empty": "",
     "whitespace": " \t\n  \r\n ",

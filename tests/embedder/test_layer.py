@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from haki.embedding import Embedder
-from haki.settings import SOURCE_ROOT
+from haki_local.environment import SOURCE_ROOT
 
 RECIPE = SOURCE_ROOT / "layers/model/recipe/build_layer.py"
 LOCKER = SOURCE_ROOT / "layers/model/recipe/lock_layer.py"

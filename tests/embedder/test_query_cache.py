@@ -183,3 +183,29 @@ def test_scope_and_text_cannot_be_confused_in_a_key() -> None:
     assert QueryCache.key("b c", "a") != QueryCache.key("c", "a b")
     assert QueryCache.key("question", "project-a") != QueryCache.key("question", "project-b")
     assert QueryCache.key("question") != QueryCache.key("question", "project-a")
+
+
+def test_a_project_filling_the_cache_evicts_none_of_anothers_entries(cached: Embedder) -> None:
+    """Each project has a capacity of its own: B asking many questions evicts only B's
+    entries, so A's stay hits and A cannot learn B's volume from its own evictions."""
+    first = cached.embed_query(QUESTION, scope="project-a")
+    for i in range(10):
+        cached.embed_query(f"question {i} of the busy project", scope="project-b")
+    assert cached.embed_query(QUESTION, scope="project-a") is first
+    stats = cached.cache_stats()
+    assert (stats.size, stats.evictions) == (1 + 3, 10 - 3)
+
+
+def test_scopes_are_bounded_and_the_least_recent_scope_goes_whole() -> None:
+    cache = QueryCache(2, scopes=2)
+    vector = np.zeros(4, dtype=np.float32)
+    cache.put(QueryCache.key("x", "a"), vector, "a")
+    for i in range(5):
+        cache.put(QueryCache.key(f"q{i}", "b"), vector, "b")
+    assert cache.get(QueryCache.key("x", "a"), "a") is vector  # b's five evicted only b's
+    assert (cache.size("a"), cache.size("b")) == (1, 2)
+    cache.put(QueryCache.key("y", "c"), vector, "c")  # a third scope: b is the least recent
+    assert (cache.size("a"), cache.size("b"), cache.size("c")) == (1, 0, 1)
+    assert cache.get(QueryCache.key("q4", "b"), "b") is None
+    with pytest.raises(ValueError, match="scopes must be >= 1"):
+        QueryCache(2, scopes=0)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from haki.settings import SOURCE_ROOT
+from haki_local.environment import SOURCE_ROOT
 
 MODEL_PY = SOURCE_ROOT / "build" / "model-env" / "bin" / "python"
 CHECKS = Path(__file__).with_name("recipe_checks.py")

@@ -15,6 +15,7 @@ from typing import Any
 from haki.db import Database, Role
 from haki.embedding import Embedder
 from haki.models import FactRecord
+from haki.settings import get_settings
 from haki_local.admin import create_key
 from haki_local.documents import MemoryDocument
 from haki_local.writer import MemoryWriter
@@ -61,7 +62,9 @@ def _run_in_lambda(script: str, url: str, key: str, argument: object,
     env = {"LAMBDA_TASK_ROOT": str(task_root), "AWS_LAMBDA_FUNCTION_NAME": "haki-test",
            "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;"
                                "Parent=53995c3f42cd8ad8;Sampled=1",
-           "AWS_REGION": "eu-west-3", "PATH": "/usr/bin:/bin"}
+           "AWS_REGION": "eu-west-3", "PATH": "/usr/bin:/bin",
+           # Where the layer's models would be: the checkout's.
+           "HAKI_MODEL_DIR": str(get_settings().model_dir)}
     done = subprocess.run([sys.executable, "-c", script, url, key, json.dumps(argument)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -37,6 +37,8 @@ def test_the_page_and_its_files_are_served_by_the_console_function(synth: Synth)
         assert props["AuthorizationType"] == "NONE"
     function = synth.resources("AWS::Lambda::Function")[console]["Properties"]
     assert function["Handler"] == "app.handler" and "VpcConfig" not in function
+    # Public methods: a flood of page loads is capped by the function's own reservation.
+    assert function["ReservedConcurrentExecutions"] == 10
     assert "Layers" not in function  # standard library only
     # The staged code holds the handler, the page and the vendored chart library.
     asset = function["Code"]["S3Key"].removesuffix(".zip")

@@ -1,5 +1,6 @@
 """The API's edge, synthesized: one credential (the hk_ key, checked by the REQUEST authorizer,
-which names the usage key the plan meters), the optional WAF, and the TLS policy."""
+which names the usage key the plan meters), the WAF (on unless turned off), and the TLS
+policy."""
 
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,6 @@ def default(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
 def guarded(synth_factory: Callable[[dict[str, Any]], Synth]) -> Synth:
     # Strings, as `cdk deploy -c key=value` passes them.
     return synth_factory({
-        "haki:waf": "true",
         "haki:waf_rate_limit": "500",
         "haki:authorizer_cache_seconds": "60",
         "haki:domain_name": "memory.example.com",
@@ -44,7 +44,8 @@ def test_the_authorizer_is_the_key_function_cached_per_authorization_header(
     props = authorizer["Properties"]
     assert props["Type"] == "REQUEST"
     assert props["IdentitySource"] == "method.request.header.Authorization"
-    assert props["AuthorizerResultTtlInSeconds"] == 300
+    # A revoked key passes the edge (and is metered) this long at most.
+    assert props["AuthorizerResultTtlInSeconds"] == 30
     function_id = default.logical_id(default.stack.functions["authorizer"].function)
     uri = str(props["AuthorizerUri"])
     assert function_id in uri
@@ -99,9 +100,20 @@ def test_the_default_endpoint_pins_tls_1_2(default: Synth) -> None:
     default.template.resource_count_is("AWS::ApiGateway::DomainName", 0)
 
 
-def test_no_waf_by_default(default: Synth) -> None:
-    default.template.resource_count_is("AWS::WAFv2::WebACL", 0)
-    default.template.resource_count_is("AWS::WAFv2::WebACLAssociation", 0)
+def test_the_waf_guards_the_stage_by_default(default: Synth) -> None:
+    acl_id, acl = _one(default, "AWS::WAFv2::WebACL")
+    rules = {rule["Name"]: rule for rule in acl["Properties"]["Rules"]}
+    assert rules["RatePerIp"]["Statement"]["RateBasedStatement"]["Limit"] == 2000
+    _, association = _one(default, "AWS::WAFv2::WebACLAssociation")
+    assert association["Properties"]["WebACLArn"] == {"Fn::GetAtt": [acl_id, "Arn"]}
+
+
+def test_a_flag_turns_the_waf_off_and_the_stack_still_passes_cdk_nag(
+        synth_factory: Callable[[dict[str, Any]], Synth]) -> None:
+    unguarded = synth_factory({"haki:waf": "false"})
+    unguarded.template.resource_count_is("AWS::WAFv2::WebACL", 0)
+    unguarded.template.resource_count_is("AWS::WAFv2::WebACLAssociation", 0)
+    assert unguarded.violations == []
 
 
 def test_guarded_variant_passes_cdk_nag(guarded: Synth) -> None:

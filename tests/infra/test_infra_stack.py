@@ -368,15 +368,43 @@ def test_every_log_group_expires(synth: Synth) -> None:
         assert group["Properties"]["RetentionInDays"] == 30, name
 
 
-def test_every_service_function_gets_the_generated_log_salt_never_a_literal(
+def _policy_statements(synth: Synth, function_id: str) -> list[dict[str, Any]]:
+    """Every statement of the inline policies attached to a function's role."""
+    role = synth.resources("AWS::Lambda::Function")[function_id]["Properties"]["Role"]
+    role_id = role["Fn::GetAtt"][0]
+    return [statement
+            for policy in synth.resources("AWS::IAM::Policy").values()
+            if {"Ref": role_id} in policy["Properties"]["Roles"]
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_every_service_function_reads_the_log_salt_from_its_secret_never_its_environment(
         synth: Synth) -> None:
     salts = {k: v for k, v in synth.resources("AWS::SecretsManager::Secret").items()
              if "subject digest" in v["Properties"].get("Description", "")}
     [(secret_id, secret)] = salts.items()
     assert secret["Properties"]["GenerateSecretString"]["PasswordLength"] >= 32
     for spec in SERVICE_FUNCTIONS:
-        _, function = _function(synth, spec.key)
-        salt = function["Properties"]["Environment"]["Variables"]["HAKI_LOG_SALT"]
-        # A CloudFormation dynamic reference to the generated secret, resolved at deploy time.
-        rendered = json.dumps(salt)
-        assert "resolve:secretsmanager" in rendered and secret_id in rendered, spec.key
+        function_id, function = _function(synth, spec.key)
+        variables = function["Properties"]["Environment"]["Variables"]
+        # The ARN, not the value: no dynamic reference resolves the secret into the config.
+        assert "HAKI_LOG_SALT" not in variables, spec.key
+        assert variables["HAKI_LOG_SALT_SECRET_ARN"] == {"Ref": secret_id}, spec.key
+        assert "resolve:secretsmanager" not in json.dumps(function), spec.key
+        # Its role may read that one secret.
+        reads = [s for s in _policy_statements(synth, function_id)
+                 if "secretsmanager:GetSecretValue" in s["Action"]]
+        assert [s["Resource"] for s in reads] == [{"Ref": secret_id}], spec.key
+    # Nothing else in the template carries the salt's value.
+    assert "resolve:secretsmanager:" + secret_id not in json.dumps(synth.template.to_json())
+
+
+def test_functions_reach_the_secrets_endpoint(synth: Synth) -> None:
+    groups = synth.resources("AWS::EC2::SecurityGroup")
+
+    def group_of(text: str) -> str:
+        (found,) = [k for k, g in groups.items() if text in g["Properties"]["GroupDescription"]]
+        return found
+
+    assert group_of("Service functions") in _ingress_sources(
+        synth, group_of("Secrets Manager endpoint"))

@@ -49,7 +49,6 @@ from haki.memory.store import lock_scopes
 from haki.models import ContextRequest
 from haki.validation import parse
 from haki_local.admin import tenant_keys
-from haki_local.baselines import SeedConfig, assemble_seed
 from tests.conftest import concurrently, eventually
 
 NOW = datetime.now(UTC)
@@ -134,11 +133,8 @@ class Asker:
     def __call__(self, query: str, vector: np.ndarray, *, subject_id: str = "alice",
                  budget: int = 900, purpose: str | None = "test",
                  config: RetrievalConfig = DEFAULT_CONFIG) -> Assembly:
-        """``config`` a :class:`SeedConfig`: ranked by the comparison baseline."""
         request = ContextRequest(project_id=self.project_id, subject_id=subject_id,
                                  query=query, purpose=purpose, budget_tokens=budget)
-        if isinstance(config, SeedConfig):
-            return assemble_seed(request, lambda: vector, db=self.db, config=config)
         return assemble(request, lambda: vector, db=self.db, config=config)
 
 

@@ -2,11 +2,9 @@
 
 Facts are seeded with chosen embeddings and the query vector is given directly, so each test
 controls which candidate wins and why. The real embedder is exercised in
-``test_assembler_language.py``. Rules that do not depend on the ranking (hard filters,
-budget, recall floor, volatility, trace, hostile input) run under both presets (``preset``);
-the comparison baseline's scoring, multi-hop and episode rules under ``seed``
-(``haki_local.baselines``); the served ranking's own rules (one list, idf text arm over facts
-and events, neighbours, trace ranks) under ``fused``.
+``test_assembler_language.py``. First the rules any ranking keeps (hard filters, budget,
+recall floor, volatility, trace, hostile input), then the fused ranking's own (one list, idf
+text arm over facts and events, neighbours, trace ranks).
 """
 
 from collections.abc import Iterator
@@ -19,31 +17,23 @@ import numpy as np
 import psycopg
 import pytest
 
-from haki.assembler import DEFAULT_CONFIG, Assembly, RetrievalConfig
+from haki.assembler import DEFAULT_CONFIG, Assembly, RetrievalConfig, arms
 from haki.assembler.fusion import rrf_score
 from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
 from haki.models import ContextRequest
 from haki.text import fact_text
 from haki.validation import parse
-from haki_local.baselines import PLANNER_SETTINGS, SeedConfig, seed_parameters
 from haki_local.protocol import count_protocol
 from tests.integration.conftest import NOW, Asker, Seeder, blend, trace_rows, unit_vector
 
 Q = unit_vector(1)
-SEED = SeedConfig()
 FUSED = DEFAULT_CONFIG
-RANKINGS: dict[str, RetrievalConfig] = {"fused": FUSED, "seed": SEED}
+
 
 def block_tokens(*lines: str) -> int:
     """The estimate of a block holding ``lines`` (a header is as long on any day)."""
     return len("\n".join(["<haki_memory>", *lines, "</haki_memory>"])) // 4
-
-
-@pytest.fixture(params=sorted(RANKINGS))
-def preset(request: pytest.FixtureRequest) -> RetrievalConfig:
-    """The served ranking and the comparison baseline in turn, for the rules both keep."""
-    return RANKINGS[request.param]
 
 
 def close(seed: int, weight: float = 0.2) -> np.ndarray:
@@ -65,51 +55,50 @@ def decisions_by_fact(conn: psycopg.Connection, assembly: Assembly) -> dict[UUID
 
 def test_only_active_facts_are_candidates(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
-    preset: RetrievalConfig,
 ) -> None:
     active = seed.fact("note", "the active one", close(1))
     others = [seed.fact("note", f"a {status} one", close(2), status=status)
               for status in ("candidate", "superseded", "disputed", "disabled", "deleted")]
-    result = ask("note", Q, config=preset)
+    result = ask("note", Q)
     assert served(result) == [active]
     traced = decisions_by_fact(owner_conn, result)
     assert not set(others) & set(traced), "filtered before phase 1, so never traced"
 
 
 def test_exact_scope_only(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:
     mine = seed.fact("note", "alice's own", close(1))
     for subject in ("alice ", "Alice", "alice2", "alic"):
         seed.fact("note", f"belongs to {subject!r}", close(2), subject_id=subject)
     other_project = Seeder(owner_conn, seed.project_id + "-other")
     other_project.fact("note", "same subject, other project", close(3))
-    result = ask("note", Q, config=preset)
+    result = ask("note", Q)
     assert served(result) == [mine]
     assert len(decisions_by_fact(owner_conn, result)) == 1
 
 
 def test_valid_to_past_is_filtered_future_and_null_are_served(
-    seed: Seeder, ask: Asker, preset: RetrievalConfig
+    seed: Seeder, ask: Asker
 ) -> None:
     past = seed.fact("note", "expired yesterday", close(1), valid_to=NOW - timedelta(days=1))
     future = seed.fact("note", "valid until next year", close(2),
                        valid_to=NOW + timedelta(days=365))
     open_ended = seed.fact("note", "no end", close(3))
-    result = ask("note", Q, config=preset)
+    result = ask("note", Q)
     assert set(served(result)) == {future, open_ended}
     assert past not in served(result)
 
 
 def test_open_conflict_is_blocked_resolved_is_served(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig) -> None:
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection) -> None:
     a = seed.fact("city", "lives in Lyon", close(1))
     b = seed.fact("city", "lives in Nantes", close(2))
     c = seed.fact("job", "works as a nurse", close(3))
     d = seed.fact("job", "works as a teacher", close(4))
     seed.conflict([a, b], status="open")
     seed.conflict([c, d], status="resolved")
-    result = ask("where", Q, config=preset)
+    result = ask("where", Q)
     assert set(served(result)) == {c, d}
     traced = decisions_by_fact(owner_conn, result)
     for blocked in (a, b):
@@ -121,86 +110,18 @@ def test_open_conflict_is_blocked_resolved_is_served(
     assert packet.status == "degraded"
 
 
-# ----------------------------------------------------------------- scoring
-
-
-def test_full_text_alone_decides_between_equals(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    same = blend(Q, unit_vector(77), 0.5)
-    loser = seed.fact("forecast", "sunny weather tomorrow", same)
-    winner = seed.fact("invoice_language", "French", same)
-    result = ask("which language for the invoice?", Q, config=SEED)
-    assert served(result)[:2] == [winner, loser]
-    traced = decisions_by_fact(owner_conn, result)
-    assert traced[winner]["text_rank"] > 0 and traced[loser]["text_rank"] == 0
-    assert traced[winner]["similarity"] == pytest.approx(traced[loser]["similarity"])
-
-
-def test_recency_alone_decides_between_equals(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    same = blend(Q, unit_vector(78), 0.5)
-    old = seed.fact("note", "same words", same, recorded_from=NOW - timedelta(days=300))
-    new = seed.fact("note", "same words", same, recorded_from=NOW - timedelta(days=2))
-    result = ask("unrelated", Q, config=SEED)
-    assert served(result)[:2] == [new, old]
-    traced = decisions_by_fact(owner_conn, result)
-    assert traced[new]["recency"] == pytest.approx(2.718281828 ** (-2 / 30), rel=1e-3)
-    assert traced[old]["recency"] < 1e-3
-
-
-def test_score_is_the_documented_blend(seed: Seeder, ask: Asker,
-                                       owner_conn: psycopg.Connection) -> None:
-    seed.fact("invoice_language", "French", close(1))
-    seed.fact("note", "nothing shared", close(2, 0.6), recorded_from=NOW - timedelta(days=40))
-    result = ask("invoice language", Q, config=SEED)
-    config = SEED
-    for row in decisions_by_fact(owner_conn, result).values():
-        expected = (config.weight_similarity * row["similarity"]
-                    + config.weight_text * row["text_rank"]
-                    + config.weight_recency * row["recency"])
-        assert row["score"] == pytest.approx(expected, abs=1e-5)
-
-
-def test_fact_in_neither_top_k_is_never_served(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    """The documented trade-off: recency alone cannot bring a fact in."""
-    for i in range(70):
-        seed.fact("note", f"filler entry {i}", close(i, 0.3),
-                  recorded_from=NOW - timedelta(days=400))
-    fresh_but_far = seed.fact("note", "just recorded", unit_vector(999), recorded_from=NOW)
-    result = ask("zzz", Q, budget=5000, config=SEED)
-    traced = decisions_by_fact(owner_conn, result)
-    assert len(traced) == 64
-    assert fresh_but_far not in traced and fresh_but_far not in served(result)
-
-
-def test_candidates_are_the_union_of_both_arms(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    for i in range(70):
-        seed.fact("note", f"filler entry {i}", close(i, 0.3))
-    by_text = seed.fact("invoice_language", "French", unit_vector(555))
-    result = ask("invoice language", Q, budget=5000, config=SEED)
-    traced = decisions_by_fact(owner_conn, result)
-    assert len(traced) == 65 and by_text in traced
-
-
 # ----------------------------------------------------------------- budget
 
 
 def test_budget_exact_fit_and_one_short(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
-    preset: RetrievalConfig,
 ) -> None:
     value = "French, for every invoice and letter"
     fact = seed.fact("preferred_language", value, close(1))
     tokens = block_tokens(f"[f1] {fact_text('preferred_language', value)}")
-    fits = ask("x", Q, budget=tokens, config=preset)
+    fits = ask("x", Q, budget=tokens)
     assert served(fits) == [fact] and fits.response.token_count == tokens
-    short = ask("x", Q, budget=tokens - 1, config=preset)
+    short = ask("x", Q, budget=tokens - 1)
     assert served(short) == []
     row = decisions_by_fact(owner_conn, short)[fact]
     assert (row["action"], row["reason_code"], row["tokens"]) == ("excluded", "over_budget", tokens)
@@ -209,11 +130,10 @@ def test_budget_exact_fit_and_one_short(
 
 def test_budget_one_packs_nothing_bigger(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection,
-    preset: RetrievalConfig,
 ) -> None:
     seed.fact("note", "a fact of several tokens", close(1))
     seed.event("conversation.message", {"text": "a long enough message"}, close(2))
-    result = ask("x", Q, budget=1, config=preset)
+    result = ask("x", Q, budget=1)
     packet = result.response.packet
     assert packet.facts == [] and packet.episodes == [] and result.response.token_count == 0
     rows = trace_rows(owner_conn, result.response.trace_id)
@@ -221,10 +141,10 @@ def test_budget_one_packs_nothing_bigger(
 
 
 def test_a_fact_that_does_not_fit_does_not_stop_smaller_ones(
-    seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
+    seed: Seeder, ask: Asker) -> None:
     big = seed.fact("biography", "x" * 400, close(1, 0.1))
     small = seed.fact("age", "42", close(2, 0.3))
-    result = ask("x", Q, budget=20, config=preset)
+    result = ask("x", Q, budget=20)
     assert served(result) == [small] and big not in served(result)
 
 
@@ -252,17 +172,17 @@ def test_request_validation_codes() -> None:
 # ----------------------------------------------------------------- recall floor
 
 
-def test_floor_off_serves_far_facts(seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
+def test_floor_off_serves_far_facts(seed: Seeder, ask: Asker) -> None:
     far = seed.fact("note", "far away", unit_vector(500))
-    assert served(ask("x", Q, config=preset)) == [far]
+    assert served(ask("x", Q)) == [far]
 
 
 def test_floor_on_excludes_far_facts_and_episodes(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig) -> None:
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection) -> None:
     near = seed.fact("note", "near", close(1, 0.1))
     far = seed.fact("note", "far away", unit_vector(500))
     far_event = seed.event("conversation.message", {"text": "far"}, unit_vector(501))
-    result = ask("x", Q, config=replace(preset, recall_max_distance=0.3))
+    result = ask("x", Q, config=replace(FUSED, recall_max_distance=0.3))
     assert served(result) == [near]
     rows = trace_rows(owner_conn, result.response.trace_id)
     gated = {r["fact_id"] or r["event_id"] for r in rows
@@ -271,123 +191,25 @@ def test_floor_on_excludes_far_facts_and_episodes(
 
 
 def test_all_gated_gives_no_relevant_memory_with_status_ok(
-    seed: Seeder, ask: Asker, preset: RetrievalConfig
+    seed: Seeder, ask: Asker
 ) -> None:
     seed.fact("note", "far away", unit_vector(500))
     seed.fact("note", "also far", unit_vector(501))
-    packet = ask("x", Q, config=replace(preset, recall_max_distance=0.3)).response.packet
+    packet = ask("x", Q, config=replace(FUSED, recall_max_distance=0.3)).response.packet
     assert packet.facts == [] and packet.empty_reason == "no_relevant_memory"
     assert packet.status == "ok" and packet.warnings == []
 
 
-def test_empty_scope_is_no_memory(ask: Asker, preset: RetrievalConfig) -> None:
-    packet = ask("anything", Q, config=preset).response.packet
+def test_empty_scope_is_no_memory(ask: Asker) -> None:
+    packet = ask("anything", Q).response.packet
     assert packet.empty_reason == "no_memory" and packet.status == "ok"
-
-
-# ----------------------------------------------------------------- multi-hop
-
-
-def _multi_hop_scope(seed: Seeder) -> tuple[UUID, UUID]:
-    """64 close fillers (no names), a close fact naming Bernard, a far fact about Bernard."""
-    for i in range(64):
-        seed.fact("note", f"filler entry {i}", close(i, 0.3))
-    manager = seed.fact("manager", "her manager is Bernard", close(900, 0.1))
-    linked = seed.fact("phone", "Bernard answers on 0612", unit_vector(901))
-    return manager, linked
-
-
-def test_multi_hop_brings_a_fact_linked_by_an_entity(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    manager, linked = _multi_hop_scope(seed)
-    result = ask("who is the manager", Q, budget=5000, config=SEED)
-    assert manager in served(result) and linked in served(result)
-    row = decisions_by_fact(owner_conn, result)[linked]
-    assert (row["action"], row["reason_code"]) == ("included", "multi_hop_expansion")
-
-
-def test_multi_hop_is_not_gated_by_the_floor(seed: Seeder, ask: Asker) -> None:
-    _, linked = _multi_hop_scope(seed)
-    result = ask("who is the manager", Q, budget=5000,
-                 config=replace(SEED, recall_max_distance=0.5))
-    assert linked in served(result)
-
-
-def test_multi_hop_skips_entities_named_in_the_query(seed: Seeder, ask: Asker) -> None:
-    """With the full-text arm off (it would find Bernard by name), only multi-hop could bring
-    the linked fact — and it must not expand on a word the query already contains."""
-    _, linked = _multi_hop_scope(seed)
-    vector_only = replace(SEED, use_text_arm=False)
-    assert linked in served(ask("who is the manager", Q, budget=5000, config=vector_only))
-    assert linked not in served(ask("is bernard the manager", Q, budget=5000,
-                                    config=vector_only))
-
-
-def test_multi_hop_off_and_without_budget(seed: Seeder, ask: Asker) -> None:
-    manager, linked = _multi_hop_scope(seed)
-    assert linked not in served(ask("who is the manager", Q, budget=5000,
-                                    config=replace(SEED, use_multi_hop=False)))
-    tight = ask("who is the manager", Q,
-                budget=block_tokens("[f1] manager: her manager is Bernard"), config=SEED)
-    assert served(tight) == [manager]
-
-
-def test_multi_hop_limits_two_entities_five_facts(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    for i in range(64):
-        seed.fact("note", f"filler entry {i}", close(i, 0.3))
-    seed.fact("meeting", "Bernard met Claire, then Bernard and Claire called Zoe",
-              close(900, 0.05))
-    linked = {name: [seed.fact("contact", f"{name} contact number {i}", unit_vector(2000 + i))
-                     for i in range(7)] for name in ("Bernard", "Claire", "Zoe")}
-    result = ask("what happened at the meeting", Q, budget=5000, config=SEED)
-    hops = [r for r in trace_rows(owner_conn, result.response.trace_id)
-            if r["reason_code"] == "multi_hop_expansion"]
-    hop_ids = {r["fact_id"] for r in hops}
-    assert len(hops) == 10
-    assert len(hop_ids & set(linked["Bernard"])) == 5
-    assert len(hop_ids & set(linked["Claire"])) == 5
-    assert not hop_ids & set(linked["Zoe"])
-
-
-# ----------------------------------------------------------------- episodes
-
-
-def test_episodes_come_after_facts_in_the_same_budget(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    fact = seed.fact("note", "a fact of some length here", close(1))
-    event = seed.event("conversation.message", {"text": "an episode of some length"}, close(2))
-    fact_tokens = block_tokens("[f1] note: a fact of some length here")
-    both = ask("x", Q, budget=1000, config=SEED)
-    assert [e.event_id for e in both.response.packet.episodes] == [event]
-    only_fact = ask("x", Q, budget=fact_tokens, config=SEED)
-    assert served(only_fact) == [fact] and only_fact.response.packet.episodes == []
-    row = next(r for r in trace_rows(owner_conn, only_fact.response.trace_id) if r["event_id"])
-    assert row["reason_code"] == "over_budget"
-
-
-def test_at_most_eight_episodes_with_300_character_excerpts(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    for i in range(10):
-        seed.event("conversation.message", {"text": "word " * 200}, close(i))
-    result = ask("x", Q, budget=100_000, config=SEED)
-    episodes = result.response.packet.episodes
-    assert len(episodes) == 8
-    assert all(len(e.excerpt) == 300 for e in episodes)
-    assert episodes[0].excerpt.startswith("conversation.message: word")
-    assert len([r for r in trace_rows(owner_conn, result.response.trace_id)
-                if r["event_id"]]) == 8
 
 
 # ----------------------------------------------------------------- volatility, warnings
 
 
 def test_volatility_horizons(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:
     long_ago = NOW - timedelta(days=400)
     stable = seed.fact("a", "stable and old", close(1), volatility="stable",
@@ -399,7 +221,7 @@ def test_volatility_horizons(
                           recorded_from=NOW - timedelta(days=8))
     reinforced = seed.fact("e", "volatile but reinforced", close(5), volatility="volatile",
                            recorded_from=long_ago, last_reinforced_at=NOW - timedelta(days=3))
-    result = ask("x", Q, config=preset)
+    result = ask("x", Q)
     packet = result.response.packet
     assert set(served(result)) == {stable, slow, reinforced}
     assert {f.id for f in packet.facts if f.unconfirmed} == {slow}
@@ -411,18 +233,18 @@ def test_volatility_horizons(
     assert packet.status == "degraded"
 
 
-def test_horizons_are_configurable(seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
+def test_horizons_are_configurable(seed: Seeder, ask: Asker) -> None:
     fact = seed.fact("c", "volatile, 10 days old", close(1), volatility="volatile",
                      recorded_from=NOW - timedelta(days=10))
-    assert served(ask("x", Q, config=preset)) == [fact]
-    shorter = replace(preset, volatility_horizon_volatile_days=5)
+    assert served(ask("x", Q)) == [fact]
+    shorter = replace(FUSED, volatility_horizon_volatile_days=5)
     assert served(ask("x", Q, config=shorter)) == []
 
 
-def test_missing_purpose_degrades(seed: Seeder, ask: Asker, preset: RetrievalConfig) -> None:
+def test_missing_purpose_degrades(seed: Seeder, ask: Asker) -> None:
     seed.fact("note", "something", close(1))
-    with_purpose = ask("x", Q, config=preset).response.packet
-    without = ask("x", Q, purpose=None, config=preset).response.packet
+    with_purpose = ask("x", Q).response.packet
+    without = ask("x", Q, purpose=None).response.packet
     assert (with_purpose.status, with_purpose.warnings) == ("ok", [])
     assert without.status == "degraded"
     assert [w.split(":")[0] for w in without.warnings] == ["missing_purpose"]
@@ -432,14 +254,14 @@ def test_missing_purpose_degrades(seed: Seeder, ask: Asker, preset: RetrievalCon
 
 
 def test_trace_covers_every_candidate_and_stores_the_packet(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection, preset: RetrievalConfig) -> None:
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection) -> None:
     a = seed.fact("a", "included one", close(1))
     b = seed.fact("b", "x" * 200, close(2))
     c = seed.fact("c", "blocked one", close(3))
     d = seed.fact("d", "blocked two", close(4))
     seed.conflict([c, d])
     e = seed.event("conversation.message", {"text": "hello"}, close(5))
-    result = ask("x", Q, budget=30, config=preset)
+    result = ask("x", Q, budget=30)
     rows = trace_rows(owner_conn, result.response.trace_id)
     assert [r["ordinal"] for r in rows] == list(range(len(rows)))
     assert {r["fact_id"] or r["event_id"] for r in rows} == {a, b, c, d, e}
@@ -470,37 +292,11 @@ def test_trace_covers_every_candidate_and_stores_the_packet(
     "\\\\ \\' '' \"",
 ])
 def test_hostile_queries_never_error(
-    seed: Seeder, ask: Asker, query: str, preset: RetrievalConfig
+    seed: Seeder, ask: Asker, query: str
 ) -> None:
     fact = seed.fact("invoice_language", "French", close(1))
-    result = ask(query, Q, config=preset)
+    result = ask(query, Q)
     assert served(result) == [fact]
-
-
-def test_text_arm_ranks_at_most_the_cap(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    for i in range(20):
-        seed.fact("invoice_note", f"invoice number {i}", unit_vector(3000 + i))
-    text_only = replace(SEED, use_vector_arm=False)
-    assert len(decisions_by_fact(owner_conn, ask("invoice", Q, budget=5000,
-                                                 config=text_only))) == 20
-    capped = replace(SEED, use_vector_arm=False, text_rank_cap=5)
-    assert len(decisions_by_fact(owner_conn, ask("invoice", Q, budget=5000,
-                                                 config=capped))) == 5
-
-
-def test_text_arm_always_ranks_facts_holding_every_term(
-    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
-) -> None:
-    for i in range(20):
-        seed.fact("invoice_note", f"invoice number {i}", unit_vector(3000 + i))
-    precise = seed.fact("invoice_language", "French", unit_vector(4000))
-    capped = replace(SEED, use_vector_arm=False, text_rank_cap=5)
-    result = ask("invoice language", Q, budget=5000, config=capped)
-    traced = decisions_by_fact(owner_conn, result)
-    assert precise in traced and traced[precise]["rank"] == 1
-    assert len(traced) == 6
 
 
 def test_hnsw_breadth_follows_the_table_size(
@@ -515,12 +311,10 @@ def test_hnsw_breadth_follows_the_table_size(
     default = RetrievalConfig()  # a small table: the minimum breadth
     per_fact = RetrievalConfig(hnsw_rows_per_ef=1)  # pgvector's maximum is 1000
     capped = RetrievalConfig(hnsw_rows_per_ef=1, hnsw_ef_search_max=200)
+    request = ContextRequest(project_id=project_id, subject_id="alice", query="q")
     for config, expected in ((default, 100), (per_fact, min(rows[0], 1000)), (capped, 200)):
-        params = seed_parameters(
-            ContextRequest(project_id=project_id, subject_id="alice", query="q"), Q,
-            SeedConfig.like(config))
         with app_db.transaction(project_id) as conn:
-            conn.execute(PLANNER_SETTINGS, params)
+            arms.nearest_facts(conn, request, config, Q).fetchall()
             assert conn.execute("SHOW hnsw.ef_search").fetchone() == (str(expected),)
 
 
@@ -563,8 +357,6 @@ def test_fused_an_episode_can_outrank_a_fact_in_one_budget(
     assert [e.event_id for e in fused.response.packet.episodes] == [event]
     assert served(fused) == []
     assert decisions_by_fact(owner_conn, fused)[fact]["reason_code"] == "over_budget"
-    # The seed packs facts first, whatever the episode's rank.
-    assert served(ask("x", Q, budget=budget + 10, config=SEED)) == [fact]
 
 
 def test_fused_budget_not_a_count_bounds_the_episodes(seed: Seeder, ask: Asker) -> None:
@@ -798,26 +590,19 @@ def test_fused_trace_ranks_explain_the_fused_score(
     assert [r["score"] for r in rows] == sorted((r["score"] for r in rows), reverse=True)
 
 
-@pytest.mark.parametrize(("config", "main", "side"), [
-    # fused: scope, text arm, nearest events with their neighbours (their graph's breadth set
-    # inside their SQL functions), trace; beside it (sibling connection): scope, nearest
-    # facts.
-    (FUSED, 4, 2),
-    # seed: scope, planner, facts, episodes, multi-hop, trace.
-    (SEED, 6, 0),
-], ids=["fused", "seed"])
-def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database,
-                             config: RetrievalConfig, main: int, side: int) -> None:
+def test_statements_per_call(seed: Seeder, ask: Asker, app_db: Database) -> None:
     for i in range(3):
         seed.fact("note", f"her manager is Bernard {i}", close(i))
         seed.event("conversation.message", {"text": f"Bernard called {i}"}, close(10 + i))
     with (count_protocol(app_db.connection()) as counts,
           count_protocol(app_db.sibling().connection()) as beside):
-        ask("who is the manager", Q, config=config)
-    assert (counts.statements, beside.statements) == (main, side)
-    # fused: BEGIN, the scope and the text arm (sent before the vector is awaited, read once
-    # it is ready), the nearest events with the neighbours, the trace with COMMIT; the facts
-    # beside it in one round trip, BEGIN to COMMIT, while the events' is in flight. seed:
-    # facts and episodes, multi-hop, the trace.
+        ask("who is the manager", Q)
+    # The scope, the text arm, the nearest events with their neighbours (their graph's breadth
+    # set inside their SQL functions) and the trace; beside it (sibling connection): the scope
+    # and the nearest facts.
+    assert (counts.statements, beside.statements) == (4, 2)
+    # BEGIN, the scope and the text arm (sent before the vector is awaited, read once it is
+    # ready), the nearest events with the neighbours, the trace with COMMIT; the facts beside
+    # it in one round trip, BEGIN to COMMIT, while the events' is in flight.
     assert counts.round_trips == 3
-    assert (beside.round_trips, beside.transaction_control) == ((1, 2) if side else (0, 0))
+    assert (beside.round_trips, beside.transaction_control) == (1, 2)

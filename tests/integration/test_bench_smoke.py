@@ -1,5 +1,6 @@
 """The scale benchmark end to end on tiny data (seconds), so the harness cannot rot: loading,
-every probe, the results file and the plots; the naive baseline scores like the assembler."""
+every probe, the results file and the plots; the naive baseline ranks the exact nearest facts
+of the scope."""
 
 import json
 import time
@@ -8,26 +9,22 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
-from psycopg.rows import dict_row
 
 from benchmarks.loader import database_name, ensure_dataset, prewarm
+from benchmarks.naive import nearest_facts_exact
 from benchmarks.plans import SMOKE
 from benchmarks.scale import run_plan
 from benchmarks.synthetic import Generator
+from haki.assembler import DEFAULT_CONFIG
+from haki.assembler.arms import cosine_distance
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.models import ContextRequest
 from haki.settings import Settings
 from haki_local.admin import tenant_keys
-from haki_local.baselines import (
-    EXHAUSTIVE_FACT_CANDIDATES,
-    PLANNER_SETTINGS,
-    TWO_PHASE_FACT_CANDIDATES,
-    SeedConfig,
-    seed_parameters,
-)
 from haki_local.embedded import embedded_role_url
 
 
@@ -111,18 +108,17 @@ def test_a_loaded_data_set_is_reused_only_when_its_spec_matches(
     assert not report.reused and report.facts == changed.total_facts
 
 
-def test_naive_baseline_scores_every_fact_with_the_assembler_formula(
+def test_naive_baseline_ranks_the_exact_nearest_facts_of_the_scope(
     pg_superuser_url: str, results: dict
 ) -> None:
     scenario = SMOKE.scenarios[1]
     url = embedded_role_url(pg_superuser_url, Role.APP, database_name(scenario.dataset))
+    owner_url = embedded_role_url(pg_superuser_url, Role.OWNER, database_name(scenario.dataset))
     question = Generator(scenario.dataset, now=datetime.now(UTC)).queries(
         scenario.target_scopes(), 1, salt=99)[0]
     request = ContextRequest(project_id=question.project_id, subject_id=question.subject_id,
                              query=question.text)
-    params = seed_parameters(request, question.vector, SeedConfig(candidate_limit=10_000))
-    owner = Database(embedded_role_url(pg_superuser_url, Role.OWNER,
-                                       database_name(scenario.dataset)))
+    owner = Database(owner_url)
     try:
         key_hash = tenant_keys(owner, [question.project_id], org_id="o", label="t")[
             question.project_id]
@@ -130,18 +126,20 @@ def test_naive_baseline_scores_every_fact_with_the_assembler_formula(
         owner.close()
     with connect(url) as conn, conn.transaction():
         conn.execute("SELECT set_config('haki.key_hash', %s, true)", (key_hash,))
-        conn.execute(PLANNER_SETTINGS, params)
-        cursor = conn.cursor(row_factory=dict_row)
-        ours = {r["id"]: r["score"] for r in cursor.execute(TWO_PHASE_FACT_CANDIDATES, params)}
-        naive = {r["id"]: r["score"] for r in cursor.execute(EXHAUSTIVE_FACT_CANDIDATES, params)}
-        in_scope = conn.execute(
-            "SELECT count(*) FROM facts WHERE project_id = %s AND subject_id = %s "
+        naive = [(r["id"], r["distance"]) for r in nearest_facts_exact(
+            conn, request, DEFAULT_CONFIG, question.vector, depth=50).fetchall()]
+    # Every active fact of the scope, its cosine distance computed here.
+    with connect(owner_url) as conn:
+        rows = conn.execute(
+            "SELECT id, embedding FROM facts WHERE project_id = %s AND subject_id = %s "
             "AND status = 'active' AND (valid_to IS NULL OR valid_to > now())",
-            (question.project_id, question.subject_id)).fetchone()
-    assert in_scope is not None and len(naive) == in_scope[0]  # every active fact scored
-    assert ours and set(ours) <= set(naive)
-    for fact_id, score in ours.items():
-        assert naive[fact_id] == pytest.approx(score, abs=1e-6)
+            (question.project_id, question.subject_id)).fetchall()
+    query = np.asarray(question.vector, dtype=np.float64)
+    exact = sorted((cosine_distance(query, embedding.to_numpy()), fact_id)
+                   for fact_id, embedding in rows)
+    assert len(rows) > 50 and len(naive) == 50
+    assert [fact_id for fact_id, _ in naive] == [fact_id for _, fact_id in exact[:50]]
+    assert [d for _, d in naive] == pytest.approx([d for d, _ in exact[:50]], abs=1e-6)
 
 
 def test_prewarm_reads_rows_and_indexes_through_shared_buffers(

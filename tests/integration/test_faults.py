@@ -17,7 +17,7 @@ from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
 from haki.errors import ConfigurationError, ServiceUnavailable
 from haki.models import ContextRequest
-from haki.settings import Settings
+from haki.settings import Settings, get_settings
 from haki_local.embedded import embedded_role_url, ensure_database, start_embedded, stop_embedded
 from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Seeder, unit_vector
@@ -126,7 +126,7 @@ def test_database_stopped_mid_run_is_503_then_the_next_call_after_restart_succee
 @pytest.mark.parametrize("damage", ["truncated", "missing"])
 def test_a_broken_model_file_is_a_clear_error_at_first_use(tmp_path: Path, damage: str) -> None:
     provider = Settings().embed_provider
-    source = Settings().model_dir / provider
+    source = get_settings().model_dir / provider
     copy = tmp_path / provider
     shutil.copytree(source, copy)
     model = copy / "model.onnx"
@@ -137,4 +137,4 @@ def test_a_broken_model_file_is_a_clear_error_at_first_use(tmp_path: Path, damag
     with pytest.raises(ConfigurationError, match=r"model\.onnx"):
         # A missing file is found when the embedder is made, a damaged one when it loads.
         get_embedder(Settings(model_dir=tmp_path)).embed_query("hello")
-    assert np.asarray(get_embedder(Settings()).embed_query("hello")).shape == (384,)
+    assert np.asarray(get_embedder(get_settings()).embed_query("hello")).shape == (384,)

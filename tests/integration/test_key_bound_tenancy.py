@@ -34,14 +34,13 @@ def _raw_app(db_urls: dict[Role, str]) -> psycopg.Connection:
 
 
 def _visible(conn: psycopg.Connection, *settings: tuple[str, str]) -> tuple[int, int]:
-    """(facts visible, text-search hits for 'launch') in one transaction with ``settings``."""
+    """(facts visible, text-arm hits for 'launch') in one transaction with ``settings``."""
     with conn.transaction():
         for name, value in settings:
             conn.execute("SELECT set_config(%s, %s, true)", (name, value))
         facts = conn.execute("SELECT count(*) FROM facts").fetchone()
         hits = conn.execute(
-            "SELECT count(*) FROM haki_text_search('s', to_tsquery('simple', 'launch'), "
-            "to_tsquery('simple', 'launch'), '{}', 100, 100)").fetchone()
+            "SELECT count(*) FROM haki_idf_search('s', '{launch}', true, 100, 100)").fetchone()
     assert facts is not None and hits is not None
     return facts[0], hits[0]
 
@@ -145,4 +144,4 @@ def test_no_function_reads_a_project_the_runtime_role_could_set(
     uses = owner_conn.execute(
         "SELECT count(*) FROM pg_proc WHERE pronamespace = 'public'::regnamespace "
         "AND prosecdef AND prosrc LIKE '%haki_tenant()%'").fetchone()
-    assert uses is not None and uses[0] >= 1  # haki_text_search, at least
+    assert uses is not None and uses[0] >= 1  # haki_idf_search, at least

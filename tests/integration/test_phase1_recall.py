@@ -3,8 +3,8 @@ the scope is a small slice of a large table.
 
 100,000 facts over 501 subjects (one holding 20% of the table, 499 of ~160 facts, one of 30)
 with clustered synthetic unit vectors; the arm's rows (read from the trace of a real
-``assemble`` call with the full-text arm off) are compared with an exact in-scope top 64, under
-each ranking preset (the fused one asked for 64 rows, facts only, as the seed's arm).
+``assemble`` call asked for 64 rows, facts only, the full-text arm off) are compared with an
+exact in-scope top 64.
 """
 
 from collections.abc import Callable
@@ -18,7 +18,6 @@ from haki.assembler import DEFAULT_CONFIG, RetrievalConfig
 from haki.db import Database, Role
 from haki.db.connection import connect
 from haki.db.migrate import apply_migrations
-from haki_local.baselines import SeedConfig
 from tests.conftest import acting_as_tenant
 from tests.integration.conftest import Asker
 
@@ -30,11 +29,8 @@ CENTROIDS = 200
 BIG_SUBJECT, BIG_SIZE = "big", 20_000
 MEDIUM_SUBJECTS, MEDIUM_SIZE = 499, 160
 TINY_SUBJECT, TINY_SIZE = "tiny", 30
-VECTOR_ONLY: dict[str, RetrievalConfig] = {
-    "seed": SeedConfig(use_text_arm=False, use_multi_hop=False, use_episodes=False),
-    "fused": replace(DEFAULT_CONFIG, vector_top_k=64, use_text_arm=False, use_episodes=False,
-                     use_neighbours=False),
-}
+VECTOR_ONLY = replace(DEFAULT_CONFIG, vector_top_k=64, use_text_arm=False, use_episodes=False,
+                      use_neighbours=False)
 
 
 def _clustered(rng: np.random.Generator, centroids: np.ndarray, n: int) -> np.ndarray:
@@ -94,14 +90,13 @@ def _arm_rows(ask: Asker, owner: psycopg.Connection, subject: str,
     return [str(r[0]) for r in rows]
 
 
-@pytest.mark.parametrize("ranking", sorted(VECTOR_ONLY))
 @pytest.mark.parametrize(("subject", "queries"), [
     (BIG_SUBJECT, 10),
     ("s017", 4), ("s250", 4), ("s498", 4),
     (TINY_SUBJECT, 3),
 ])
 def test_vector_arm_recall_against_exact_top_64(
-    recall_db: tuple[dict[Role, str], np.ndarray], subject: str, queries: int, ranking: str
+    recall_db: tuple[dict[Role, str], np.ndarray], subject: str, queries: int
 ) -> None:
     urls, centroids = recall_db
     rng = np.random.default_rng(hash(subject) % 2**32)
@@ -111,9 +106,9 @@ def test_vector_arm_recall_against_exact_top_64(
         ask = Asker(db, PROJECT)
         for query in _clustered(rng, centroids, queries):
             exact = _exact_top(owner, subject, query)
-            got = _arm_rows(ask, owner, subject, query, VECTOR_ONLY[ranking])
+            got = _arm_rows(ask, owner, subject, query, VECTOR_ONLY)
             assert len(exact) == min(64, TINY_SIZE if subject == TINY_SUBJECT else 64)
             recalls.append(len(set(got) & set(exact)) / len(exact))
     db.close()
-    print(f"{ranking} {subject}: mean recall {np.mean(recalls):.3f} min {min(recalls):.3f}")
+    print(f"{subject}: mean recall {np.mean(recalls):.3f} min {min(recalls):.3f}")
     assert np.mean(recalls) >= 0.95

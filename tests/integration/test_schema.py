@@ -104,7 +104,7 @@ def test_runtime_role_reaches_both_indexes(
     db_urls: dict[Role, str], project_id: str, tenant_key: str
 ) -> None:
     """Under row-level security the GIN index cannot serve a leaky ``@@`` for haki_app, which
-    is why the full-text arm goes through ``haki_text_search`` (0008): a real context call as
+    is why the text arm goes through ``haki_idf_search`` (SECURITY DEFINER): a real context call as
     the runtime role must scan the GIN index (cumulative index statistics). HNSW ordering is
     not a filter, so RLS leaves it usable: EXPLAIN as haki_app shows it."""
     from haki.assembler import RetrievalConfig, assemble

@@ -29,14 +29,18 @@ from haki.db.scope_indexes import (
 )
 from haki.models import ContextRequest
 from haki.settings import Settings, get_settings
-from haki_local.baselines import (
-    PLANNER_SETTINGS,
-    TWO_PHASE_FACT_CANDIDATES,
-    SeedConfig,
-    seed_parameters,
-)
 from haki_local.cli import main
 from tests.conftest import acting_as_tenant, eventually
+
+#: The vector arm's search over facts, as its SQL function writes it (the scope's partial
+#: graph matches the same predicate).
+NEAREST_IN_SCOPE = """
+SELECT f.id FROM facts AS f
+WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
+  AND (f.valid_to IS NULL OR f.valid_to > now())
+ORDER BY f.embedding <=> %(query_vector)s
+LIMIT 96
+"""
 
 #: A subject id that must travel as a quoted literal, never as SQL.
 ODD = "o'brien; DROP TABLE facts; --"
@@ -128,11 +132,11 @@ def test_the_planner_searches_the_scope_graph_at_its_breadth(urls: dict[Role, st
     try:
         with acting_as_tenant(urls[Role.OWNER], "p1"):
             for subject, graph_rows in (("big", "60"), ("small", None)):
-                params = seed_parameters(
-                    ContextRequest(project_id="p1", subject_id=subject, query="q"), vector,
-                    SeedConfig.like(config, use_text_arm=False))
+                request = ContextRequest(project_id="p1", subject_id=subject, query="q")
+                params = {"project_id": "p1", "subject_id": subject, "query_vector": vector}
                 with db.transaction("p1") as conn:
-                    conn.execute(PLANNER_SETTINGS, params)
+                    # The arm sets the breadth of the graph it searches for the transaction.
+                    arms.nearest_facts(conn, request, config, vector).fetchall()
                     ef = conn.execute("SHOW hnsw.ef_search").fetchone()
                     # With a graph, its 60 rows; without, the table's 108.
                     assert ef == (graph_rows or "108",)
@@ -141,7 +145,7 @@ def test_the_planner_searches_the_scope_graph_at_its_breadth(urls: dict[Role, st
                     conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; "
                                  "SET LOCAL enable_bitmapscan = off")
                     plan = "\n".join(row[0] for row in conn.execute(
-                        "EXPLAIN " + TWO_PHASE_FACT_CANDIDATES, params).fetchall())
+                        "EXPLAIN " + NEAREST_IN_SCOPE, params).fetchall())
                 own = graph_name("facts", "p1", subject)
                 if graph_rows is None:
                     assert "facts_embedding_hnsw" in plan and "_scope_hnsw_" not in plan, plan

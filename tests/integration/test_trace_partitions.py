@@ -36,8 +36,8 @@ WITH call AS (
 )
 INSERT INTO context_traces
 SELECT trace_id, created_at, project_id, '{0,1}', ARRAY[%(fact)s::uuid, NULL],
-       ARRAY[NULL, gen_random_uuid()], '{1,2}', '{1,2}', '{1,NULL}', '{0.9,0.1}',
-       '{0.8,NULL}', '{NULL,NULL}', '{1,1}', '{5,9}', '{f,f}', '{1,NULL}', '{NULL,NULL}',
+       ARRAY[NULL, gen_random_uuid()], '{1,2}', '{1,4}', '{1,NULL}', '{0.9,0.1}',
+       '{0.8,NULL}', '{NULL,NULL}', '{5,9}', '{f,f}', '{1,NULL}', '{NULL,NULL}',
        '{NULL,NULL}'
 FROM call
 """
@@ -147,7 +147,7 @@ def test_retention_drops_only_whole_old_partitions_and_keeps_the_rollups(
             inspected = load_trace(app_db, project_id="p1", subject_id="s", trace_id=ages[days])
             assert [d.action for d in inspected.decisions] == ["included", "excluded"]
             assert [d.reason_code for d in inspected.decisions] == [
-                "top_score", "multi_hop_expansion"]
+                "top_score", "over_budget"]
 
         with acting_for(key):
             receipt = forget(app_db, "p1", ForgetRequest(project_id="p1", subject_id="s",

@@ -2,7 +2,6 @@
 every decision field of every kind — NULLs, bools, UUIDs, ranks, scores at ``real`` precision,
 every action and reason code — comes back as written, in order."""
 
-import math
 from uuid import uuid4
 
 import pytest
@@ -12,8 +11,8 @@ from haki.db import Database
 from haki.models import ContextPacket, ContextRequest, ContextResponse, TraceDecision
 
 ACTIONS = ("included", "excluded", "blocked")
-REASONS = ("top_score", "multi_hop_expansion", "episode_match", "neighbour_expansion",
-           "over_budget", "volatility_expired", "below_relevance_floor", "conflict_open")
+REASONS = ("top_score", "episode_match", "neighbour_expansion", "over_budget",
+           "volatility_expired", "below_relevance_floor", "conflict_open")
 
 
 def _decisions() -> list[TraceDecision]:
@@ -30,7 +29,6 @@ def _decisions() -> list[TraceDecision]:
             score=1.0 / (i + 3) if i % 5 else None,
             similarity=0.1234567890123 * (i % 7) if i % 6 else None,
             text_rank=1e-7 * i if i % 2 else None,
-            recency=math.exp(-i),
             tokens=10 * i if i % 9 else None,
             unconfirmed=i % 2 == 0,
             vector_rank=i if i % 3 else None,

@@ -45,6 +45,14 @@ def test_without_iam_auth_the_handle_uses_the_core_url() -> None:
     assert db.conninfo() == url
 
 
+def test_without_a_url_the_first_connection_is_a_configuration_error() -> None:
+    """Built at import without a URL (nothing connects yet); the first use says what is
+    missing instead of falling back to some other database."""
+    db = runtime_database(Role.APP, Settings())
+    with pytest.raises(ConfigurationError, match="HAKI_DATABASE_URL is not set"):
+        db.conninfo()
+
+
 def test_the_reader_handle_exists_only_with_a_reader_endpoint(fake_credentials: None) -> None:
     from haki_aws.database import reader_database
 

@@ -26,7 +26,7 @@ def fact(distance: float = 0.1) -> FactCandidate:
     return FactCandidate(
         id=uuid4(), predicate="note", value="v", confidence=None, valid_from=None,
         source_event_ids=[], volatility="stable", distance=distance, text_rank=None,
-        recency=None, conflict_open=False, horizon_passed=False, score=None)
+        conflict_open=False, horizon_passed=False)
 
 
 def episode(distance: float = 0.1, **speaker: str) -> EpisodeCandidate:

@@ -12,7 +12,7 @@ from importlib.metadata import packages_distributions
 
 import grimp
 
-from haki.settings import SOURCE_ROOT
+from haki_local.environment import SOURCE_ROOT
 
 LOCK = SOURCE_ROOT / "layers" / "model" / "recipe" / "layer-lock-x86_64.txt"
 #: Shipped by the Lambda Python runtime, not by the layer.

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.packing import EXPIRING, Packer
 from haki.assembler.render import render_packet
-from haki_local.baselines import SeedPacker
 
 _NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _texts = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=400)
@@ -24,8 +23,8 @@ def facts(draw: st.DrawFn) -> FactCandidate:
         id=uuid.uuid4(), predicate=draw(st.sampled_from(["note", "city", "plan"])),
         value=draw(_texts), confidence=None, valid_from=None, source_event_ids=[],
         volatility=draw(st.sampled_from(["stable", "slow", "volatile", "ephemeral"])),
-        distance=draw(st.floats(0, 2)), text_rank=None, recency=None,
-        conflict_open=draw(st.booleans()), horizon_passed=draw(st.booleans()), score=None)
+        distance=draw(st.floats(0, 2)), text_rank=None,
+        conflict_open=draw(st.booleans()), horizon_passed=draw(st.booleans()))
 
 
 @st.composite
@@ -53,7 +52,7 @@ def ranked_lists(draw: st.DrawFn) -> list[Ranked]:
 @settings(max_examples=300, deadline=None)
 @given(ranked_lists(), st.integers(1, 3000), st.sampled_from([0.0, 0.3, 1.0]))
 def test_fused_packing_properties(candidates: list[Ranked], budget: int, floor: float) -> None:
-    packer = SeedPacker(budget=budget, max_distance=floor, excerpt_chars=300,
+    packer = Packer(budget=budget, max_distance=floor, excerpt_chars=300,
                     excerpt_with_kind=False)
     packer.add_fused(candidates)
     decisions = packer.decisions
@@ -92,20 +91,6 @@ def test_fused_packing_properties(candidates: list[Ranked], budget: int, floor: 
         else:
             assert decision.reason_code == "over_budget"
     assert remaining == budget - packer.tokens_used
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(facts(), max_size=30), st.lists(episodes(), max_size=10), st.integers(1, 2000))
-def test_seed_packing_never_exceeds_the_budget_and_decides_everything(
-    ranked: list[FactCandidate], nearest: list[EpisodeCandidate], budget: int
-) -> None:
-    packer = SeedPacker(budget=budget)
-    packer.add_ranked_facts(ranked)
-    packer.add_episodes(nearest)
-    assert len(packer.decisions) == len(ranked) + len(nearest)
-    assert packer.tokens_used <= budget
-    assert all(d.action != "included" for d, f in zip(packer.decisions, ranked, strict=False)
-               if f.conflict_open)
 
 
 @settings(max_examples=300, deadline=None)

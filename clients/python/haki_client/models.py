@@ -334,7 +334,6 @@ class TraceDecision(Model):
     ordinal: int
     rank: int | None
     reason_code: str
-    recency: float | None
     score: float | None
     similarity: float | None
     text_arm_rank: int | None = None

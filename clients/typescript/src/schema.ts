@@ -920,8 +920,6 @@ export interface components {
             rank: number | null;
             /** Reason Code */
             reason_code: string;
-            /** Recency */
-            recency: number | null;
             /** Score */
             score: number | null;
             /** Similarity */
@@ -1531,7 +1529,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit */
+            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit; storage_quota_exceeded: The write would leave its project holding more facts or events than its storage quota; nothing of it is stored */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -1713,7 +1711,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit */
+            /** @description payload_too_large: request body over 1 MiB (1048576 bytes); payload_too_large: A request body, one record's payload, or the text a batch embeds is larger than its documented limit; storage_quota_exceeded: The write would leave its project holding more facts or events than its storage quota; nothing of it is stored */
             413: {
                 headers: {
                     [name: string]: unknown;

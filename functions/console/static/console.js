@@ -11,7 +11,6 @@ const STATUSES = ["active", "candidate", "disputed", "superseded", "disabled"];
 
 const REASONS = {
   top_score: "ranked by hybrid score, fits the budget",
-  multi_hop_expansion: "shares an entity with an included fact",
   episode_match: "a dated episode close to the query",
   over_budget: "does not fit what is left of the budget",
   volatility_expired: "past its volatility horizon",
@@ -50,19 +49,36 @@ function navigate(changes, replace = false) {
   else render();
 }
 
-/** The key and project: from the URL fragment once (the key is then removed from the address
- * bar), else the tab's session storage, else the login form. */
-function takeCredentials() {
+/** The key comes from the login form only, never from a link: a URL, even its fragment, stays
+ * in the browser's history and session files. A link may name a project (``#project=…``): it
+ * fills the login form, and never switches a tab already open on another project without the
+ * user's say. Both are taken out of the address bar. */
+function takeLink() {
   const params = hashParams();
-  if (params.get("key")) {
-    sessionStorage.setItem(KEY_STORE, params.get("key"));
-    params.delete("key");
-    history.replaceState(null, "", `${location.pathname}${location.search}#${params}`);
-  }
-  if (params.get("project")) sessionStorage.setItem(PROJECT_STORE, params.get("project"));
-  return sessionStorage.getItem(KEY_STORE) && sessionStorage.getItem(PROJECT_STORE);
+  const linked = params.get("project");
+  const keyInLink = params.has("key");
+  if (!linked && !keyInLink) return;
+  params.delete("key");
+  params.delete("project");
+  history.replaceState(null, "", `${location.pathname}${location.search}#${params}`);
+  if (keyInLink) status("a key in a link is not used: paste it into the form", true);
+  if (!linked || linked === project()) return;
+  if (!signedIn()) sessionStorage.setItem(PROJECT_STORE, linked);
+  else offerSwitch(linked);
 }
 
+/** A link to another project in a signed-in tab: the tab stays on its project until the user
+ * chooses to sign in to the other one (with that project's key). */
+function offerSwitch(linked) {
+  $("#switch-text").textContent = `This link opens project ${linked}; this tab is signed in to ` +
+    `project ${project()}.`;
+  $("#switch-go").textContent = `Sign in to ${linked}`;
+  $("#switch-go").dataset.project = linked;
+  $("#switch-stay").textContent = `Stay on ${project()}`;
+  $("#switch").hidden = false;
+}
+
+const signedIn = () => Boolean(sessionStorage.getItem(KEY_STORE) && sessionStorage.getItem(PROJECT_STORE));
 const project = () => sessionStorage.getItem(PROJECT_STORE);
 /** The API lives beside the console: ``…/console/`` → ``…/v1/…`` (keeps a stage prefix). */
 const BASE = location.pathname.replace(/\/console(\/.*)?$/, "");
@@ -546,6 +562,7 @@ async function render() {
 
 function logout() {
   sessionStorage.removeItem(KEY_STORE);
+  $("#switch").hidden = true;
   $("#app").hidden = true;
   $("#logout").hidden = true;
   $("#login").hidden = false;
@@ -569,6 +586,12 @@ $("#login").addEventListener("submit", (event) => {
   start();
 });
 $("#logout").addEventListener("click", logout);
+$("#switch-go").addEventListener("click", () => {
+  sessionStorage.setItem(PROJECT_STORE, $("#switch-go").dataset.project);
+  logout();
+  status(`enter the API key of project ${project()}`);
+});
+$("#switch-stay").addEventListener("click", () => { $("#switch").hidden = true; });
 $("#search").addEventListener("submit", (event) => {
   event.preventDefault();
   const changes = Object.fromEntries(FILTERS.map(([name, selector]) => [name, $(selector).value.trim()]));
@@ -603,14 +626,17 @@ document.addEventListener("keydown", (event) => {
   event.preventDefault();
 });
 window.addEventListener("hashchange", () => {
-  if (hashParams().get("key")) takeCredentials();
-  render();
+  takeLink();
+  if (signedIn()) render();
+  else $("#login-project").value = project() ?? "";
 });
 
-if (takeCredentials()) {
+takeLink();
+if (signedIn()) {
   start();
 } else {
+  const refused = $("#status").classList.contains("error");
   logout();
-  status("enter the project and its API key");
+  if (!refused) status("enter the project and its API key");
   document.body.dataset.ready = "true";
 }

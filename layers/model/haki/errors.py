@@ -123,6 +123,14 @@ class PayloadTooLarge(HakiError):
     status = 413
 
 
+class StorageQuotaExceeded(HakiError):
+    """The write would leave its project holding more facts or events than its storage quota;
+    nothing of it is stored."""
+
+    code = "storage_quota_exceeded"
+    status = 413
+
+
 class UnknownReference(HakiError):
     """A record names an event or fact that does not exist in its scope (another project's
     ids give the same answer as unknown ones)."""

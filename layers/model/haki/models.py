@@ -181,7 +181,6 @@ class TraceDecision:
     score: float | None
     similarity: float | None
     text_rank: float | None
-    recency: float | None
     tokens: int | None
     unconfirmed: bool = False
     #: Fused ranking: the row's rank in the vector arm and in the text arm (None: that arm
@@ -199,7 +198,7 @@ TRACE_ARRAYS: tuple[tuple[str, str], ...] = (
     ("ordinals", "ordinal"), ("fact_ids", "fact_id"), ("event_ids", "event_id"),
     ("actions", "action"), ("reasons", "reason_code"), ("ranks", "rank"),
     ("scores", "score"), ("similarities", "similarity"), ("text_ranks", "text_rank"),
-    ("recencies", "recency"), ("tokens", "tokens"), ("unconfirmed", "unconfirmed"),
+    ("tokens", "tokens"), ("unconfirmed", "unconfirmed"),
     ("vector_ranks", "vector_rank"), ("text_arm_ranks", "text_arm_rank"),
     ("expanded_from", "expanded_from"),
 )

@@ -1,7 +1,9 @@
 """Runtime configuration, read once from the environment into one validated model.
 
 No other module reads ``os.environ``: code asks :func:`get_settings` (cached) or receives a
-``Settings`` explicitly (tests and benchmarks build their own). Each field ``name`` is read
+``Settings`` explicitly (tests and benchmarks build their own). The defaults are a deployed
+function's; a local run (``haki_local.environment``) sets the variables of its own checkout
+or working directory before anything reads them. Each field ``name`` is read
 from ``HAKI_<NAME>``; :meth:`Settings.environment_variables` lists them, and the CDK app
 checks the runtime variables it deploys against that list.
 """
@@ -24,37 +26,8 @@ from pydantic import (
 from haki.errors import ConfigurationError
 from haki.roles import DATABASE_NAME
 
-#: Root of a source checkout (``layers/model/haki`` → three levels up). In the Lambda layer or
-#: an installed wheel the package sits elsewhere and this path does not hold a checkout:
-#: :func:`in_checkout` says which.
-SOURCE_ROOT = Path(__file__).resolve().parents[3]
-
 #: Where the layer puts the model files (``/opt`` is the layer mount point in Lambda).
 LAYER_MODEL_DIR = Path("/opt/haki/models")
-#: The folder of local state, in the checkout or, installed, in the working directory.
-STATE_FOLDER = ".haki"
-
-
-def in_checkout() -> bool:
-    """Whether this package runs from a source checkout (``pip install -e``), not a wheel."""
-    return (SOURCE_ROOT / "pyproject.toml").is_file() and (SOURCE_ROOT / "migrations").is_dir()
-
-
-def _default_data_dir() -> Path:
-    """The checkout's ``.haki/``; installed from a wheel, ``.haki/`` of the working directory
-    (where ``haki serve`` runs, as git keeps ``.git/``)."""
-    return (SOURCE_ROOT if in_checkout() else Path.cwd()) / STATE_FOLDER
-
-
-def _default_model_dir(data: dict[str, object]) -> Path:
-    """The layer's models in Lambda; the checkout's ``build/models`` (``make model``);
-    installed from a wheel, ``models/`` of the data folder."""
-    if LAYER_MODEL_DIR.is_dir():
-        return LAYER_MODEL_DIR
-    if in_checkout():
-        return SOURCE_ROOT / "build" / "models"
-    data_dir = data.get("data_dir")
-    return (data_dir if isinstance(data_dir, Path) else _default_data_dir()) / "models"
 
 
 class Settings(BaseModel):
@@ -62,22 +35,29 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    #: ``HAKI_DATABASE_URL``: a libpq URL. Unset locally → the embedded PostgreSQL under
-    #: ``data_dir`` (``haki_local.embedded``); a deployment sets it or ``db_iam_auth``.
+    #: ``HAKI_DATABASE_URL``: a libpq URL, the role's own (a deployment sets it or
+    #: ``db_iam_auth`` for each function; a local run, the embedded PostgreSQL's).
     database_url: str | None = None
-    #: ``HAKI_DATA_DIR``: local state (embedded database, dev key): the checkout's ``.haki/``
-    #: (git-ignored), or ``./.haki`` where an installed ``haki`` runs.
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    #: ``HAKI_DATA_DIR``: a local run's state (the embedded database, the dev key); nothing
+    #: deployed reads it.
+    data_dir: Path = Path(".haki")
     #: ``HAKI_EMBED_PROVIDER``: which embedder builds query and passage vectors.
     embed_provider: str = "e5-small-multilingual"
     #: ``HAKI_MODEL_DIR``: folder holding one sub-folder per built provider (default: the
-    #: layer's, the checkout's ``build/models``, or ``<data_dir>/models`` when installed).
-    model_dir: Path = Field(default_factory=_default_model_dir)
+    #: layer's).
+    model_dir: Path = LAYER_MODEL_DIR
+    #: ``HAKI_MIGRATIONS_DIR``: the folder of the SQL migrations (default: the copy packaged
+    #: with the code, in the layer or the wheel: ``haki.db.migrate``).
+    migrations_dir: Path | None = None
     #: ``HAKI_EMBED_THREADS``: onnxruntime intra-op threads (a Lambda ≤1769 MB has one vCPU).
     embed_threads: int = Field(default=1, ge=1, le=64)
-    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors kept per process (LRU; agents repeat
+    #: ``HAKI_EMBED_QUERY_CACHE_SIZE``: query vectors a process keeps per project (an LRU of
+    #: each project's own, so one project never evicts another's entries; agents repeat
     #: questions); 0 turns the cache off. ~1.8 KiB an entry.
     embed_query_cache_size: int = Field(default=1024, ge=0, le=65_536)
+    #: ``HAKI_EMBED_QUERY_CACHE_PROJECTS``: how many projects' caches a process holds at once
+    #: (the least recently asking one is dropped whole for a new one).
+    embed_query_cache_projects: int = Field(default=8, ge=1, le=1024)
     #: ``HAKI_RECALL_MAX_DISTANCE``: opt-in recall floor on cosine distance; 0 disables it.
     recall_max_distance: float = Field(default=0.0, ge=0.0, le=2.0)
     #: ``HAKI_VOLATILITY_HORIZON_*_DAYS``: after this many days without reinforcement a fact of
@@ -113,6 +93,11 @@ class Settings(BaseModel):
     scope_index_min_rows: int = Field(default=10_000, ge=2)
     scope_index_max_share: float = Field(default=0.5, gt=0.0, le=1.0)
     scope_indexes_max: int = Field(default=32, ge=0, le=1000)
+    #: ``HAKI_MAX_FACTS_PER_PROJECT`` / ``HAKI_MAX_EVENTS_PER_PROJECT``: the storage quota of
+    #: each project, in rows of any status; a write past it is refused with 413
+    #: ``storage_quota_exceeded`` and stores nothing (``haki.memory.quota``).
+    max_facts_per_project: int = Field(default=1_000_000, ge=1)
+    max_events_per_project: int = Field(default=10_000_000, ge=1)
     #: ``HAKI_LOG_LEVEL``.
     log_level: str = "INFO"
     #: ``HAKI_LOG_SUBJECT_IDS``: how log lines name a subject. ``hashed`` (default): a stable
@@ -121,9 +106,14 @@ class Settings(BaseModel):
     log_subject_ids: Literal["hashed", "plain"] = "hashed"
     #: ``HAKI_LOG_SALT``: the per-deployment secret the subject digest of the logs is keyed
     #: with (HMAC-SHA256), so a guessed subject id cannot be confirmed against the logs without
-    #: it. The stack generates one (docs/security.md, "Logs"). Unset: a random one per process
+    #: it. The stack generates one in Secrets Manager (``log_salt_secret_arn``, docs/security.md,
+    #: "Logs"). Unset: a random one per process
     #: (digests then correlate within one process only).
     log_salt: SecretStr | None = Field(default=None, min_length=16)
+    #: ``HAKI_LOG_SALT_SECRET_ARN``: deployed, the ARN of the Secrets Manager secret holding
+    #: ``log_salt`` (the stack sets it; the value never sits in the environment). The AWS edge
+    #: reads the secret at cold start (``haki_aws.secrets``) into ``log_salt``.
+    log_salt_secret_arn: str | None = Field(default=None, min_length=1)
 
     # Deployed functions reach the database through RDS Proxy with IAM auth; the CDK stack
     # sets these and the AWS edge (``haki_aws.database``) reads them from here.

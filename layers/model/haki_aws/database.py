@@ -4,16 +4,17 @@ Deployed (``HAKI_DB_IAM_AUTH=1``), each function logs in as its role through RDS
 15-minute IAM auth token, minted on every (re)connect, over TLS verified against the Amazon
 Root CAs (``sslmode=verify-full``, see ``haki_aws.trust``). Where and as whom come from
 the validated :class:`haki.settings.Settings` (``HAKI_DB_HOST`` / ``_PORT`` / ``_NAME`` /
-``_USER``), read once like every other setting. Otherwise the URL comes from
-:func:`haki.db.database_url` (``HAKI_DATABASE_URL``, or the embedded server locally). Either
-way nothing connects before the first transaction.
+``_USER``), read once like every other setting. Otherwise the process connects to
+``HAKI_DATABASE_URL``, its role's own URL (a local run sets the embedded server's). Either way
+nothing connects before the first transaction.
 """
 
 from collections.abc import Callable
 
 from psycopg.conninfo import make_conninfo
 
-from haki.db import Database, Role, database_url
+from haki.db import Database, Role
+from haki.errors import ConfigurationError
 from haki.settings import Settings, get_settings
 from haki_aws.trust import amazon_root_cas
 
@@ -42,10 +43,18 @@ def iam_conninfo(settings: Settings, *, host: str | None = None) -> Callable[[],
     return conninfo
 
 
+def configured_url(settings: Settings) -> str:
+    """``HAKI_DATABASE_URL``, which a process that does not log in with IAM must have."""
+    if not settings.database_url:
+        raise ConfigurationError("HAKI_DATABASE_URL is not set")
+    return settings.database_url
+
+
 def runtime_database(
     role: Role, settings: Settings | None = None, *, statement_timeout_ms: int | None = None
 ) -> Database:
-    """The process's database handle for ``role`` (deployed: the role is ``HAKI_DB_USER``).
+    """The process's database handle for ``role``: the role the deployment logs the function
+    in as (``HAKI_DB_USER`` with IAM, else ``HAKI_DATABASE_URL``'s user).
     Statements are bounded by ``HAKI_STATEMENT_TIMEOUT_MS`` unless the caller (a scheduled
     job with its own time budget) gives its own bound."""
     settings = settings or get_settings()
@@ -53,7 +62,7 @@ def runtime_database(
         statement_timeout_ms)
     if settings.db_iam_auth:
         return Database(iam_conninfo(settings), statement_timeout_ms=timeout)
-    return Database(lambda: database_url(settings, role), statement_timeout_ms=timeout)
+    return Database(lambda: configured_url(settings), statement_timeout_ms=timeout)
 
 
 def reader_database(

@@ -26,6 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from haki.assembler import Assembly
 from haki.settings import get_settings
+from haki_aws.secrets import with_log_salt
 
 SERVICE = "haki"
 NAMESPACE = "Haki"
@@ -52,9 +53,14 @@ def subject_digest(salt: bytes, project_id: str, subject_id: str) -> str:
 
 @cache
 def _log_salt() -> bytes:
-    """The deployment's ``HAKI_LOG_SALT``, else a random secret of this process."""
-    salt = get_settings().log_salt
+    """The deployment's salt (its secret, ``HAKI_LOG_SALT_SECRET_ARN``, or ``HAKI_LOG_SALT``),
+    else a random secret of this process."""
+    salt = with_log_salt(get_settings()).log_salt
     return salt.get_secret_value().encode() if salt is not None else secrets.token_bytes(32)
+
+
+#: Read at cold start (the import of every handler), not on the time of a first request.
+_log_salt()
 
 
 def subject_ref(project_id: str, subject_id: str) -> str:

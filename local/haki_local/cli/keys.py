@@ -6,10 +6,11 @@ import argparse
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from haki.db import Database, Role, database_url
+from haki.db import Database, Role
 from haki.keys import usage_key
 from haki.settings import get_settings
 from haki_local.admin import create_key, create_project, list_keys, list_projects, revoke_key
+from haki_local.embedded import local_database_url
 
 if TYPE_CHECKING:
     from haki_local.usage_plan import Registration
@@ -50,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _owner() -> Database:
-    return Database(database_url(get_settings(), Role.OWNER))
+    return Database(local_database_url(get_settings(), Role.OWNER))
 
 
 def _create(args: argparse.Namespace) -> int:

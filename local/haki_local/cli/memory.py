@@ -16,7 +16,7 @@ from uuid import UUID
 
 from haki.assembler import RetrievalConfig, assemble
 from haki.assembler.render import render_packet
-from haki.db import Database, Role, database_url
+from haki.db import Database, Role
 from haki.embedding import get_embedder
 from haki.memory.api import ResolveRequest
 from haki.memory.conflicts import resolve
@@ -24,6 +24,7 @@ from haki.models import ContextRequest
 from haki.settings import get_settings
 from haki.validation import parse
 from haki_local.documents import parse_document
+from haki_local.embedded import local_database_url
 from haki_local.writer import MemoryWriter
 
 
@@ -57,7 +58,7 @@ def _load(args: argparse.Namespace) -> int:
 
     settings = get_settings()
     document = parse_document(args.file)
-    db = Database(database_url(settings, Role.OWNER))
+    db = Database(local_database_url(settings, Role.OWNER))
     with tqdm(total=MemoryWriter.steps(document), unit="rec",
               desc=f"loading {args.file.name}", file=sys.stderr) as bar:
         summary = MemoryWriter(db, get_embedder(settings)).write(document, progress=bar.update)
@@ -71,7 +72,7 @@ def _load(args: argparse.Namespace) -> int:
 
 def _resolve(args: argparse.Namespace) -> int:
     """The core of ``POST /v1/conflicts/{id}/resolve``, with the project as the key's scope."""
-    db = Database(database_url(get_settings(), Role.OWNER))
+    db = Database(local_database_url(get_settings(), Role.OWNER))
     request = parse(ResolveRequest, {"project_id": args.project, "keep_fact_id": str(args.keep)})
     resolved = resolve(db, args.project, args.conflict_id, request)
     print(json.dumps({"conflict_id": str(resolved.conflict_id), "kept": str(resolved.kept_fact_id),
@@ -89,7 +90,7 @@ def _context(args: argparse.Namespace) -> int:
     embedder = get_embedder(settings)
     assembly = assemble(
         request, lambda: embedder.embed_query(request.query),
-        db=Database(database_url(settings, Role.OWNER)),
+        db=Database(local_database_url(settings, Role.OWNER)),
         config=RetrievalConfig.from_settings(settings))
     if args.render:
         print(render_packet(assembly.response.packet))

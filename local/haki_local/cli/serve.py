@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from haki.db import Database, Role, database_url
+from haki.db import Database, Role
 from haki.db.migrate import apply_migrations
 from haki.embedding import get_embedder
 from haki.errors import HakiError, Unauthorized, ValidationFailed
@@ -31,6 +31,7 @@ from haki.keys import authenticate
 from haki.settings import Settings, get_settings
 from haki_local.admin import create_key
 from haki_local.demo import DEMO_ORG, DEMO_PROJECT, DEMO_QUERY, DEMO_SUBJECT, load_demo
+from haki_local.embedded import local_database_url
 
 if TYPE_CHECKING:
     from uvicorn.supervisors import Multiprocess
@@ -127,9 +128,9 @@ def _serve(args: argparse.Namespace) -> int:
         raise ValidationFailed(f"--port {args.port} is not a port (0 to 65535; 0 picks one)")
     listening = bind(args.host, args.port)
     settings = get_settings()
-    owner = Database(database_url(settings, Role.OWNER))
-    app = Database(database_url(settings, Role.APP))
-    applied = apply_migrations(database_url(settings, Role.OWNER))
+    owner = Database(local_database_url(settings, Role.OWNER))
+    app = Database(local_database_url(settings, Role.APP))
+    applied = apply_migrations(local_database_url(settings, Role.OWNER))
     print("database ready: " + (f"applied {', '.join(applied)}" if applied
                                 else "schema up to date"), flush=True)
     if not args.no_demo:
@@ -139,6 +140,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     owner.close()
     app.close()
+    # The workers (processes started from here) run the handlers as the runtime role,
+    # configured as a function is: by their environment.
+    os.environ["HAKI_DATABASE_URL"] = local_database_url(settings, Role.APP)
 
     # Imported here: the server imports uvicorn and the console, which the rest of the CLI
     # does not need (the workers import the Lambda handlers themselves).
@@ -233,6 +237,6 @@ def _banner(url: str, key: str, trace_id: str, workers: int) -> str:
              f"workers: {workers} (requests served in parallel)", ""]
     for comment, command in examples(url, key, trace_id):
         lines += [f"# {comment}", command]
-    lines += ["", "# the console (the key stays in the URL fragment and the tab, never sent)",
-              f"Console: {url}/console/#project={DEMO_PROJECT}&key={key}"]
+    lines += ["", "# the console: paste the API key above into its form (a link never carries it)",
+              f"Console: {url}/console/#project={DEMO_PROJECT}"]
     return "\n".join([*lines, "", "Ctrl-C stops the server."])

@@ -4,8 +4,9 @@ import argparse
 from datetime import UTC, datetime
 
 from haki import stats
-from haki.db import Database, Role, database_url
+from haki.db import Database, Role
 from haki.settings import get_settings
+from haki_local.embedded import local_database_url
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +26,7 @@ def _utc(text: str) -> datetime:
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    db = Database(database_url(get_settings(), Role.STATS))
+    db = Database(local_database_url(get_settings(), Role.STATS))
     result = stats.aggregate(db, rerun_from=args.rerun_from)
     print(
         f"rolled {result.calls} call(s) into {result.rollup_rows} hourly row(s) "

@@ -2,10 +2,10 @@
 
 ``demo.json`` is a memory document (``haki load`` format) with fixed ids. Its dates are
 written around :data:`ANCHOR`, the demo's "today"; at load time every date is shifted by a
-whole number of days so that the anchor falls on the current day, which keeps recency,
+whole number of days so that the anchor falls on the current day, which keeps the
 volatility horizons and "events this week" meaningful whatever the date. It holds open
 conflicts, expired volatile and ephemeral facts, slow facts past their horizon (served as
-unconfirmed), multi-hop links (Priya, Slack, Anna, Dupont) and dated episodes.
+unconfirmed), facts linked by a shared name (Priya, Slack, Anna, Dupont) and dated episodes.
 """
 
 from datetime import UTC, datetime, timedelta

@@ -10,9 +10,9 @@ from haki.text import event_body, event_text, fact_text, speaker
 
 @dataclass(frozen=True, slots=True)
 class FactCandidate:
-    """A fact that came up as a candidate, with its score components: ``text_rank`` is the
-    text arm's idf score (None: not matched); ``recency`` and ``score`` are set only by
-    rankings that compute them (the fused score is the fusion's, ``fusion.py``)."""
+    """A fact that came up as a candidate: its cosine ``distance`` to the question and
+    ``text_rank``, the text arm's idf score (None: not matched). Its score is the fusion's
+    (``fusion.py``)."""
 
     id: UUID
     predicate: str
@@ -23,24 +23,21 @@ class FactCandidate:
     volatility: str
     distance: float
     text_rank: float | None
-    recency: float | None
     conflict_open: bool
     horizon_passed: bool
-    score: float | None
 
     @classmethod
     def from_row(cls, row: dict[str, Any], *, distance: float | None = None
                  ) -> "FactCandidate":
-        """A row of a candidates statement (``distance`` where the row lacks it); a score
-        component it lacks is None."""
+        """A row of a candidates statement (``distance`` where the row lacks it;
+        ``text_rank`` None when it has none)."""
         return cls(
             id=row["id"], predicate=row["predicate"], value=row["value"],
             confidence=row["confidence"], valid_from=row["valid_from"],
             source_event_ids=row["source_event_ids"], volatility=row["volatility"],
             distance=row["distance"] if distance is None else distance,
-            text_rank=row.get("text_rank"),
-            recency=row.get("recency"), conflict_open=row["conflict_open"],
-            horizon_passed=row["horizon_passed"], score=row.get("score"))
+            text_rank=row.get("text_rank"), conflict_open=row["conflict_open"],
+            horizon_passed=row["horizon_passed"])
 
     @property
     def similarity(self) -> float:

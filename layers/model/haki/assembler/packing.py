@@ -53,10 +53,6 @@ class ArmRanks(TypedDict):
     expanded_from: UUID | None
 
 
-#: A candidate no arm ranked (the comparison baseline's).
-NO_ARMS = ArmRanks(vector_rank=None, text_arm_rank=None, expanded_from=None)
-
-
 def _arm_ranks(ranked: Ranked) -> ArmRanks:
     return ArmRanks(vector_rank=ranked.vector_rank, text_arm_rank=ranked.text_arm_rank,
                     expanded_from=ranked.expanded_from)
@@ -76,7 +72,7 @@ class Packer:
     budget: int
     max_distance: float = 0.0
     excerpt_chars: int = 300
-    excerpt_with_kind: bool = True
+    excerpt_with_kind: bool = False
     remaining: int = field(init=False)
     #: The subject is disabled (``POST /v1/forget``): nothing of it was a candidate.
     subject_disabled: bool = False
@@ -105,14 +101,9 @@ class Packer:
         came in as a neighbour: ``neighbour_expansion``, not gated by the floor."""
         for rank, ranked in enumerate(candidates, start=1):
             if isinstance(ranked.item, FactCandidate):
-                self.decide_fact(ranked.item, rank, included_reason="top_score", gated=True,
-                                  score=ranked.score, arms=_arm_ranks(ranked))
+                self._decide_fact(ranked.item, rank, ranked)
             else:
-                self.decide_episode(
-                    ranked.item, rank, score=ranked.score,
-                    included_reason=("neighbour_expansion" if ranked.neighbour_only
-                                     else "episode_match"),
-                    gated=not ranked.neighbour_only, arms=_arm_ranks(ranked))
+                self._decide_episode(ranked.item, rank, ranked)
 
     def packet(self, *, missing_purpose: bool) -> ContextPacket:
         warnings: list[str] = []
@@ -183,16 +174,16 @@ class Packer:
         self.remaining -= tokens
         return "included", included_reason
 
-    def decide_episode(
-        self, episode: EpisodeCandidate, rank: int, *, score: float, included_reason: str,
-        gated: bool, arms: ArmRanks | None = None,
-    ) -> None:
+    def _decide_episode(self, episode: EpisodeCandidate, rank: int, ranked: Ranked) -> None:
         excerpt = episode.text(with_kind=self.excerpt_with_kind)[:self.excerpt_chars]
         role, name = episode.speaker
         group = group_of(episode.occurred_at, episode.thread_id)
         cost = self._cost(episode_line(len(self.episodes) + 1, role, name, excerpt), group)
         tokens = cost[1]
-        action, reason = self._admit(cost, episode.distance, gated, included_reason)
+        included_reason = ("neighbour_expansion" if ranked.neighbour_only
+                           else "episode_match")
+        action, reason = self._admit(cost, episode.distance, not ranked.neighbour_only,
+                                     included_reason)
         if action == "included":
             self.groups.add(group)
             self.episodes.append(((episode.occurred_at, episode.seq), group, PacketEpisode(
@@ -201,14 +192,10 @@ class Packer:
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=None, event_id=episode.id, action=action, reason_code=reason,
-            rank=rank, score=score, similarity=episode.similarity,
-            text_rank=None, recency=None, tokens=tokens, **(arms or NO_ARMS)))
+            rank=rank, score=ranked.score, similarity=episode.similarity,
+            text_rank=None, tokens=tokens, **_arm_ranks(ranked)))
 
-    def decide_fact(
-        self, candidate: FactCandidate, rank: int, *, included_reason: str, gated: bool,
-        score: float | None = None, arms: ArmRanks | None = None,
-    ) -> None:
-        """``score``: the fused score; None: the candidate's own."""
+    def _decide_fact(self, candidate: FactCandidate, rank: int, ranked: Ranked) -> None:
         if candidate.conflict_open:
             # Never scored, never packed: the trace says it was there and why it was hidden.
             self.blocked_conflicts += 1
@@ -216,7 +203,7 @@ class Packer:
                 ordinal=len(self.decisions),
                 fact_id=candidate.id, event_id=None, action="blocked",
                 reason_code="conflict_open", rank=rank, score=None, similarity=None,
-                text_rank=None, recency=None, tokens=None, **(arms or NO_ARMS)))
+                text_rank=None, tokens=None, **_arm_ranks(ranked)))
             return
         unconfirmed = candidate.horizon_passed and candidate.volatility == "slow"
         cost = self._cost(fact_line(len(self.facts) + 1, candidate.predicate, candidate.value,
@@ -227,7 +214,7 @@ class Packer:
             self.expired += 1
             action, reason = "excluded", "volatility_expired"
         else:
-            action, reason = self._admit(cost, candidate.distance, gated, included_reason)
+            action, reason = self._admit(cost, candidate.distance, True, "top_score")
         if action == "included":
             self.facts.append(PacketFact(
                 id=candidate.id, predicate=candidate.predicate, value=candidate.value,
@@ -236,10 +223,9 @@ class Packer:
         self.decisions.append(TraceDecision(
             ordinal=len(self.decisions),
             fact_id=candidate.id, event_id=None, action=action, reason_code=reason,
-            rank=rank, score=candidate.score if score is None else score,
-            similarity=candidate.similarity, text_rank=candidate.text_rank,
-            recency=candidate.recency, tokens=tokens,
-            unconfirmed=unconfirmed and action == "included", **(arms or NO_ARMS)))
+            rank=rank, score=ranked.score, similarity=candidate.similarity,
+            text_rank=candidate.text_rank, tokens=tokens,
+            unconfirmed=unconfirmed and action == "included", **_arm_ranks(ranked)))
 
 
 def block_tokens(chars: int) -> int:

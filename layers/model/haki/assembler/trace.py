@@ -53,7 +53,7 @@ SELECT call.trace_id, call.created_at, call.project_id,
        ARRAY(SELECT array_position(haki_trace_reasons(), code)::smallint
              FROM unnest(%(reasons)b::text[]) WITH ORDINALITY AS u(code, n) ORDER BY n),
        %(ranks)b::integer[], %(scores)b::real[], %(similarities)b::real[],
-       %(text_ranks)b::real[], %(recencies)b::real[], %(tokens)b::integer[],
+       %(text_ranks)b::real[], %(tokens)b::integer[],
        %(unconfirmed)b::boolean[], %(vector_ranks)b::integer[], %(text_arm_ranks)b::integer[],
        %(expanded_from)b::uuid[]
 FROM call

@@ -1,6 +1,6 @@
 """Database access: connections (psycopg 3 + pgvector), migrations, scope indexes."""
 
-from haki.db.connection import Database, database_url
+from haki.db.connection import Database
 from haki.roles import Role
 
-__all__ = ["Database", "Role", "database_url"]
+__all__ = ["Database", "Role"]

@@ -33,13 +33,10 @@ from psycopg import pq
 from psycopg.conninfo import make_conninfo
 
 from haki.errors import (
-    ConfigurationError,
     ForbiddenScope,
     ServiceUnavailable,
     Unauthorized,
 )
-from haki.roles import Role
-from haki.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,28 +59,6 @@ DEADLINE_MARGIN_S = 0.5
 #: (RDS Proxy drops idle clients after 15 minutes; a Lambda container idles between calls).
 #: A busy one is not: its first round trip carries real work (see ``Database.transaction``).
 PROBE_AFTER_IDLE_S = 30.0
-
-
-#: Where each role's URL comes from when ``HAKI_DATABASE_URL`` is not set: installed by a
-#: local composition (``haki_local.embedded``), never set in a deployment.
-_local_urls: Callable[[Role], str] | None = None
-
-
-def use_local_database(urls: Callable[[Role], str] | None) -> None:
-    """Serve :func:`database_url` from ``urls`` (a role's URL) when no URL is configured;
-    None removes it."""
-    global _local_urls
-    _local_urls = urls
-
-
-def database_url(settings: Settings, role: Role) -> str:
-    """The libpq URL for ``role``: ``HAKI_DATABASE_URL`` as given (a deployment gives each
-    process the URL of its own role), else the local database's, when one is installed."""
-    if settings.database_url:
-        return settings.database_url
-    if _local_urls is None:
-        raise ConfigurationError("HAKI_DATABASE_URL is not set")
-    return _local_urls(role)
 
 
 class AnswerTimeout(psycopg.OperationalError):

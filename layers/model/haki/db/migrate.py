@@ -26,7 +26,7 @@ import psycopg
 from psycopg import errors
 
 from haki.errors import MigrationError
-from haki.settings import SOURCE_ROOT
+from haki.settings import get_settings
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,8 @@ ROUTINES = "functions"
 #: What a routine's file raises while a routine or view it refers to does not exist yet.
 _NOT_YET = (errors.UndefinedFunction, errors.UndefinedTable, errors.UndefinedObject)
 
-#: Where the layer build copies the SQL files, and where a checkout keeps them.
+#: Where the layer's and the wheel's builds copy the SQL files.
 PACKAGED_DIR = Path(__file__).with_name("migrations_sql")
-SOURCE_DIR = SOURCE_ROOT / "migrations"
 
 
 @dataclass(frozen=True)
@@ -54,12 +53,14 @@ class Migration:
 
 
 def default_migrations_dir() -> Path:
-    """The packaged copy in a Lambda layer, else the checkout's ``migrations/``."""
-    return PACKAGED_DIR if PACKAGED_DIR.is_dir() else SOURCE_DIR
+    """``HAKI_MIGRATIONS_DIR`` (a source checkout's folder), else the packaged copy."""
+    return get_settings().migrations_dir or PACKAGED_DIR
 
 
 def load_migrations(directory: Path) -> list[Migration]:
     """Every ``NNNN_name.sql`` file of ``directory``, in order; numbers must be unique."""
+    if not directory.is_dir():
+        raise MigrationError(f"no migrations folder at {directory} (HAKI_MIGRATIONS_DIR)")
     files = sorted(p for p in directory.glob("*.sql"))
     bad = [p.name for p in files if not _NAME.match(p.name)]
     if bad:

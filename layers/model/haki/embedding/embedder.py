@@ -7,8 +7,9 @@ so a missing or mismatched model fails at start-up; the model and tokenizer load
 
 Queries go through a bounded LRU cache of vectors (:class:`QueryCache`, per embedder, so per
 container): agents repeat questions. Its entries are keyed by the asking scope (the project)
-as well as the text, so no tenant can time whether another asked a question. Passages (the
-write path) are never cached.
+as well as the text, so no tenant can time whether another asked a question, and each scope
+has a capacity of its own, so no tenant can evict another's entries (nor learn its volume by
+watching its own being evicted). Passages (the write path) are never cached.
 """
 
 import hashlib
@@ -32,11 +33,19 @@ from haki.settings import Settings, get_settings
 EMBEDDING_DIM = 384
 #: Texts per onnxruntime call in :meth:`Embedder.embed_passages`.
 BATCH_SIZE = 32
+#: Model tokens per onnxruntime call, all its texts together: long texts go in smaller runs.
+#: A run's activations grow with its texts × their length² (attention), and onnxruntime's
+#: arena keeps its largest run's memory for the process's life: 32 texts of 512 tokens in one
+#: run took a worker from 250 to 1,112 MB (``benchmarks/embed_memory.py``). Short texts
+#: (≤ 64 tokens) still go 32 at a time.
+RUN_TOKENS = 2048
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FILE = "manifest.json"
-#: Default number of query vectors kept per embedder (~1.8 KiB each with its key): ~1.8 MiB.
+#: Default number of query vectors kept per scope (project) (~1.8 KiB each with its key).
 QUERY_CACHE_SIZE = 1024
+#: Default number of scopes the cache holds at once: at most ~14 MiB with the size above.
+QUERY_CACHE_SCOPES = 8
 
 
 @dataclass(frozen=True)
@@ -117,19 +126,26 @@ class CacheStats:
 
 
 class QueryCache:
-    """A thread-safe LRU map from normalised query text to its vector.
+    """A thread-safe map from normalised query text to its vector, one LRU per scope.
 
+    Each scope (the asking project) holds at most ``capacity`` entries and evicts only its
+    own: a tenant filling its part never pushes out another's entries. At most ``scopes``
+    scopes are held; the first entry of a new scope past that drops the least recently used
+    scope whole (a tenant cannot cause that by asking more: its key names one project).
     Keys are 16-byte BLAKE2b digests of the text, so memory per entry is bounded whatever the
     query length. The embedder stores read-only arrays over immutable bytes: a caller cannot
     change what the next caller gets (``np.array(v)`` gives a writable copy). ``capacity`` 0
     disables it (every lookup is a miss and nothing is stored).
     """
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, scopes: int = QUERY_CACHE_SCOPES) -> None:
         if capacity < 0:
             raise ValueError(f"query cache capacity must be >= 0, not {capacity}")
+        if scopes < 1:
+            raise ValueError(f"query cache scopes must be >= 1, not {scopes}")
         self.capacity = capacity
-        self._entries: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self.scopes = scopes
+        self._parts: OrderedDict[str, OrderedDict[bytes, np.ndarray]] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = self._misses = self._evictions = 0
 
@@ -139,35 +155,50 @@ class QueryCache:
         one, so no two (scope, text) pairs share a key)."""
         return hashlib.blake2b(f"{scope}\x00{text}".encode(), digest_size=16).digest()
 
-    def get(self, key: bytes) -> np.ndarray | None:
+    def get(self, key: bytes, scope: str = "") -> np.ndarray | None:
         with self._lock:
-            vector = self._entries.get(key)
-            if vector is None:
+            part = self._parts.get(scope)
+            vector = None if part is None else part.get(key)
+            if part is None or vector is None:
                 self._misses += 1
                 return None
-            self._entries.move_to_end(key)
+            part.move_to_end(key)
+            self._parts.move_to_end(scope)
             self._hits += 1
             return vector
 
-    def put(self, key: bytes, vector: np.ndarray) -> None:
+    def put(self, key: bytes, vector: np.ndarray, scope: str = "") -> None:
         if self.capacity == 0:
             return
         with self._lock:
-            self._entries[key] = vector
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
+            part = self._parts.get(scope)
+            if part is None:
+                part = self._parts[scope] = OrderedDict()
+                while len(self._parts) > self.scopes:
+                    _, dropped = self._parts.popitem(last=False)
+                    self._evictions += len(dropped)
+            self._parts.move_to_end(scope)
+            part[key] = vector
+            part.move_to_end(key)
+            while len(part) > self.capacity:
+                part.popitem(last=False)
                 self._evictions += 1
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
+            self._parts.clear()
+
+    def size(self, scope: str | None = None) -> int:
+        """Entries held, of ``scope`` or of every scope."""
+        with self._lock:
+            if scope is not None:
+                return len(self._parts.get(scope, ()))
+            return sum(len(part) for part in self._parts.values())
 
     def stats(self) -> CacheStats:
+        size = self.size()
         with self._lock:
-            return CacheStats(
-                self.capacity, len(self._entries), self._hits, self._misses, self._evictions
-            )
+            return CacheStats(self.capacity, size, self._hits, self._misses, self._evictions)
 
 
 class Embedder:
@@ -179,7 +210,8 @@ class Embedder:
     than one (docs/embedder.md, "Speed"), and on a Lambda whose CPU share is capped (1,769 MB
     is one vCPU of time over two cores) a spinning thread burns the share the other one needs.
     No effect with one thread.
-    ``query_cache_size``: query vectors kept in the LRU cache (0 disables it).
+    ``query_cache_size``: query vectors kept per scope (project) in the LRU cache (0 disables
+    it); ``query_cache_scopes``: how many scopes it holds at once.
     """
 
     def __init__(
@@ -189,6 +221,7 @@ class Embedder:
         threads: int = 1,
         query_cache_size: int = QUERY_CACHE_SIZE,
         spin: bool = False,
+        query_cache_scopes: int = QUERY_CACHE_SCOPES,
     ) -> None:
         self.folder = _provider_folder(Path(model_dir), provider)
         self.manifest = Manifest.load(self.folder)
@@ -208,7 +241,7 @@ class Embedder:
         self.dim = EMBEDDING_DIM
         self.threads = threads
         self.spin = spin
-        self._query_cache = QueryCache(query_cache_size)
+        self._query_cache = QueryCache(query_cache_size, query_cache_scopes)
         self._lock = threading.Lock()
         self._session: ort.InferenceSession | None = None
         self._tokenizer: Tokenizer | None = None
@@ -244,12 +277,12 @@ class Embedder:
         it costs what a new question costs). The vector never depends on ``scope``."""
         normalized = normalize_query(text)
         key = QueryCache.key(normalized, scope)
-        vector = self._query_cache.get(key)
+        vector = self._query_cache.get(key, scope)
         if vector is None:
             row = self._embed([self.manifest.query_prefix + normalized])[0]
             # Backed by an immutable bytes object: read-only, and setflags(write=True) raises.
             vector = np.frombuffer(row.tobytes(), dtype=np.float32)
-            self._query_cache.put(key, vector)
+            self._query_cache.put(key, vector, scope)
         return vector
 
     def cache_stats(self) -> CacheStats:
@@ -293,9 +326,10 @@ class Embedder:
         by_length: dict[int, list[int]] = {}
         for i, encoding in enumerate(encodings):
             by_length.setdefault(len(encoding.ids), []).append(i)
-        for rows_of_length in by_length.values():
-            for start in range(0, len(rows_of_length), BATCH_SIZE):
-                rows = rows_of_length[start : start + BATCH_SIZE]
+        for length, rows_of_length in by_length.items():
+            per_run = max(1, min(BATCH_SIZE, RUN_TOKENS // length))
+            for start in range(0, len(rows_of_length), per_run):
+                rows = rows_of_length[start : start + per_run]
                 ids = np.array([encodings[i].ids for i in rows], dtype=np.int64)
                 feed = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
                 out[rows] = session.run([self.manifest.output], feed)[0]
@@ -303,8 +337,10 @@ class Embedder:
 
 
 @lru_cache(maxsize=8)
-def _cached(provider: str, model_dir: Path, threads: int, query_cache_size: int) -> Embedder:
-    return Embedder(provider, model_dir, threads, query_cache_size)
+def _cached(provider: str, model_dir: Path, threads: int, query_cache_size: int,
+            query_cache_scopes: int) -> Embedder:
+    return Embedder(provider, model_dir, threads, query_cache_size,
+                    query_cache_scopes=query_cache_scopes)
 
 
 @lru_cache(maxsize=8)
@@ -318,4 +354,4 @@ def get_embedder(settings: Settings | None = None) -> Embedder:
     """The process-wide embedder for ``settings`` (default: the environment's)."""
     s = settings or get_settings()
     return _cached(s.embed_provider, _resolved(Path(s.model_dir)), s.embed_threads,
-                   s.embed_query_cache_size)
+                   s.embed_query_cache_size, s.embed_query_cache_projects)

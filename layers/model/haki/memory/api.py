@@ -86,14 +86,18 @@ def _json_storable(value: Any) -> Any:
         elif isinstance(item, list):
             stack.extend((inner, depth + 1) for inner in item)
         elif isinstance(item, dict):
-            for key, inner in item.items():
-                if not isinstance(key, str):
-                    raise ValueError("object keys must be strings")
-                _storable_text(key)
-                stack.append((inner, depth + 1))
+            _storable_keys(item)
+            stack.extend((inner, depth + 1) for inner in item.values())
         else:
             raise ValueError(f"not a JSON value ({type(item).__name__})")
     return value
+
+
+def _storable_keys(item: dict[Any, Any]) -> None:
+    for key in item:
+        if not isinstance(key, str):
+            raise ValueError("object keys must be strings")
+        _storable_text(key)
 
 
 def _storable_text(text: str) -> None:

@@ -36,6 +36,7 @@ from haki.memory.api import (
     check_scope,
     payload_bytes,
 )
+from haki.memory.quota import StorageQuota, check_storage_quota
 from haki.memory.store import (
     check_embedding_budget,
     embed_texts,
@@ -195,13 +196,15 @@ def _same_event(event: EventIn, stored: dict[str, Any]) -> bool:
 
 
 def ingest_events(
-    db: Database, embedder: Embedder, project_id: str, request: EventsRequest
+    db: Database, embedder: Embedder, project_id: str, request: EventsRequest,
+    quota: StorageQuota | None = None,
 ) -> EventsResponse:
     """``POST /v1/events``: store a batch in one transaction, idempotently.
 
-    Raises :class:`PayloadTooLarge` / :class:`ValidationFailed` for a bad record and
+    Raises :class:`PayloadTooLarge` / :class:`ValidationFailed` for a bad record,
     :class:`IdempotencyConflict` when a handle was used for a different event (or is taken
-    outside this project: the same answer); then nothing is written.
+    outside this project: the same answer) and :class:`StorageQuotaExceeded` past the
+    project's ``quota`` (default: the settings'); then nothing is written.
     """
     check_scope(project_id, request)
     batch = Batch.of(request)
@@ -237,6 +240,7 @@ def ingest_events(
         stored = _stored(conn, project_id, replays) if replays else {}
         written = [_outcome(batch, index, ids.get(index), inserted, stored)
                    for index in range(len(events))]
+        check_storage_quota(conn, project_id, quota, events_added=len(inserted))
     log.info("events ingested: %d new, %d deduplicated",
              len(inserted), sum(w.deduplicated for w in written))
     return EventsResponse(events=written)

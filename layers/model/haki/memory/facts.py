@@ -53,6 +53,7 @@ from haki.memory.api import (
 from haki.memory.conflicts import leave_open_sets, open_conflict
 from haki.memory.lifecycle import check_transition, set_subject_disabled, transition
 from haki.memory.pagination import read_page
+from haki.memory.quota import StorageQuota, check_storage_quota
 from haki.memory.store import (
     check_embedding_budget,
     embed_texts,
@@ -157,10 +158,12 @@ def fact_row(fact: FactRecord, embedding: np.ndarray) -> dict[str, object]:
 
 
 def write_facts(
-    db: Database, embedder: Embedder, project_id: str, request: FactsRequest
+    db: Database, embedder: Embedder, project_id: str, request: FactsRequest,
+    quota: StorageQuota | None = None,
 ) -> FactsResponse:
     """``POST /v1/facts``: apply the rules to each fact in order, in one transaction (a later
-    fact of the batch sees what an earlier one did)."""
+    fact of the batch sees what an earlier one did). Past the project's storage ``quota``
+    (default: the settings') it raises :class:`StorageQuotaExceeded` and writes nothing."""
     check_scope(project_id, request)
     facts = request.facts
     texts = [fact_text(f.predicate, f.value) for f in facts]
@@ -172,6 +175,8 @@ def write_facts(
         _check_sources(conn, project_id, facts)
         written = [_write_one(conn, project_id, index, fact, vector)
                    for index, (fact, vector) in enumerate(zip(facts, vectors, strict=True))]
+        check_storage_quota(conn, project_id, quota,
+                            facts_added=sum(w.outcome != "reinforced" for w in written))
     log.info("facts written: %s", {o: sum(w.outcome == o for w in written)
                                    for o in sorted({w.outcome for w in written})})
     return FactsResponse(facts=written)
