@@ -50,9 +50,11 @@ REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 
 -- 2. Tenancy: a project belongs to one org; a key to a project of its own org.
 CREATE TABLE projects (
-    project_id text PRIMARY KEY CHECK (char_length(project_id) BETWEEN 1 AND 128),
-    org_id     text NOT NULL CHECK (char_length(org_id) BETWEEN 1 AND 128),
-    created_at timestamptz NOT NULL DEFAULT now(),
+    project_id     text PRIMARY KEY CHECK (char_length(project_id) BETWEEN 1 AND 128),
+    org_id         text NOT NULL CHECK (char_length(org_id) BETWEEN 1 AND 128),
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    -- What the event ids derived from messages are keyed with (haki_message_id_key).
+    message_id_key uuid NOT NULL DEFAULT gen_random_uuid(),
     UNIQUE (project_id, org_id)
 );
 

@@ -31,6 +31,7 @@ TIER_OF_FILE = {
     "tests/integration/test_memory_writer.py": "model",
     "tests/integration/test_stored_time_repair.py": "model",
     "tests/integration/test_write_conflicts.py": "model",
+    "tests/integration/test_write_batch_races.py": "model",
     "tests/integration/test_write_events.py": "model",
     "tests/integration/test_threads.py": "model",
     "tests/integration/test_storage_quota.py": "model",

@@ -23,7 +23,7 @@ PREFIX = "/console"
 FILES: dict[str, str] = {
     "": "index.html", "index.html": "index.html", "console.js": "console.js",
     "console.css": "console.css", "uPlot.iife.min.js": "vendor/uPlot.iife.min.js",
-    "uPlot.min.css": "vendor/uPlot.min.css",
+    "uPlot.min.css": "vendor/uPlot.min.css", "favicon.svg": "favicon.svg",
 }
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "

@@ -27,7 +27,7 @@ from haki_aws.auth import key_scope
 from haki_aws.database import reader_database, runtime_database
 from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, traced
-from haki_aws.params import CursorQuery, OptionalScopeQuery, PageLimitQuery, ScopeQuery
+from haki_aws.params import CursorQuery, OptionalScopeQuery, PageLimitQuery
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
@@ -40,7 +40,7 @@ _TRACE_ID = Annotated[str, Path(description="trace_id returned by POST /v1/conte
                                             "text is an unknown trace (404)")]
 _LABEL = Annotated[str | None, Query(min_length=1, max_length=MAX_LABEL_CHARS)]
 _INSTANT = Annotated[str | None, Query(
-    description="ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z")]
+    description="RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z")]
 
 
 @app.get("/v1/inspect/<trace_id>", summary="The packet and decision trace of a context call",
@@ -48,8 +48,8 @@ _INSTANT = Annotated[str | None, Query(
 @traced
 def get_inspect(
     trace_id: _TRACE_ID,
-    project_id: ScopeQuery,
-    subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
+    subject_id: OptionalScopeQuery = None,
 ) -> InspectResponse:
     scope = key_scope(app, project_id)
     trace = parse_trace_id(trace_id)
@@ -61,7 +61,7 @@ def get_inspect(
 @app.get("/v1/calls", summary="The project's context calls, newest first, searched and filtered")
 @traced
 def get_calls(
-    project_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     subject_id: OptionalScopeQuery = None,
     q: Annotated[str | None, Query(
         min_length=1, max_length=MAX_SEARCH_CHARS,
@@ -91,7 +91,8 @@ def get_calls(
          summary="A context call as the console draws it: trace, candidate texts, block",
          responses=responses(HTTPStatus.OK, TraceNotFound))
 @traced
-def get_call(trace_id: _TRACE_ID, project_id: ScopeQuery, subject_id: ScopeQuery) -> CallDetail:
+def get_call(trace_id: _TRACE_ID, project_id: OptionalScopeQuery = None,
+             subject_id: OptionalScopeQuery = None) -> CallDetail:
     scope = key_scope(app, project_id)
     trace = parse_trace_id(trace_id)
     log_scope(scope, subject_id, trace_id=str(trace))

@@ -1,7 +1,7 @@
 """The stored memory's routes that run SQL only (docs/spec.md §11): ``GET /v1/facts``,
 ``POST /v1/facts/{fact_id}/status``, ``GET /v1/conflicts``,
-``POST /v1/conflicts/{conflict_id}/resolve``, ``POST /v1/forget`` and ``GET /v1/events`` (a
-subject's episodes).
+``POST /v1/conflicts/{conflict_id}/resolve``, ``POST /v1/forget``, ``GET /v1/events`` (a
+subject's episodes) and ``GET /v1/subjects`` (the project's subjects).
 
 They share a function because they share a profile: one short transaction each, no model,
 small bodies, so a small function answers them (the writes that embed are
@@ -41,6 +41,7 @@ from haki.memory.conflicts import list_conflicts, resolve
 from haki.memory.episodes import EventListRequest, EventPage, list_events
 from haki.memory.facts import list_facts, set_fact_status
 from haki.memory.forget import forget
+from haki.memory.subjects import SubjectListRequest, SubjectPage, list_subjects
 from haki.models import FactStatus
 from haki.validation import parse
 from haki_aws import gateway
@@ -50,6 +51,7 @@ from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, logger, traced
 from haki_aws.params import (
     CursorQuery,
+    OptionalScopeQuery,
     PageLimitQuery,
     PredicateQuery,
     ScopeQuery,
@@ -63,8 +65,8 @@ db = runtime_database(Role.APP)
 @app.get("/v1/facts", summary="A subject's facts of one status, oldest recorded first")
 @traced
 def get_facts(
-    project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     status: Annotated[FactStatus, Query(description="default: active")] = "active",
     predicate: PredicateQuery = None,
     cursor: CursorQuery = None,
@@ -81,8 +83,8 @@ def get_facts(
 @app.get("/v1/events", summary="A subject's episodes (its events), newest first")
 @traced
 def get_events(
-    project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     thread_id: ThreadQuery = None,
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
@@ -93,6 +95,20 @@ def get_events(
         "project_id": project_id, "subject_id": subject_id, "thread_id": thread_id,
         "cursor": cursor, "limit": limit})
     return list_events(db, scope, request)
+
+
+@app.get("/v1/subjects", summary="The project's subjects (those holding facts or events), by id")
+@traced
+def get_subjects(
+    project_id: OptionalScopeQuery = None,
+    cursor: CursorQuery = None,
+    limit: PageLimitQuery = DEFAULT_PAGE,
+) -> SubjectPage:
+    scope = key_scope(app, project_id)
+    log_scope(scope, None)
+    request = parse(SubjectListRequest, {
+        "project_id": scope, "cursor": cursor, "limit": limit})
+    return list_subjects(db, scope, request)
 
 
 @app.post("/v1/facts/<fact_id>/status", summary="Move a fact along the lifecycle graph",
@@ -110,8 +126,8 @@ def post_fact_status(
 @app.get("/v1/conflicts", summary="A subject's conflict sets, oldest first")
 @traced
 def get_conflicts(
-    project_id: ScopeQuery,
     subject_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     status: Annotated[Literal["open", "resolved"], Query(description="default: open")] = "open",
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,

@@ -24,7 +24,7 @@ from haki_aws.observability import (
     scheduled_entry,
     traced,
 )
-from haki_aws.params import OptionalScopeQuery, ScopeQuery
+from haki_aws.params import OptionalScopeQuery
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
@@ -39,7 +39,7 @@ stats_db = runtime_database(Role.STATS, statement_timeout_ms=240_000)
 @app.get("/v1/stats/overview", summary="Usage overview of a project (optionally one subject)")
 @traced
 def get_overview(
-    project_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     subject_id: OptionalScopeQuery = None,
 ) -> stats.StatsOverview:
     scope = key_scope(app, project_id)
@@ -51,7 +51,7 @@ def get_overview(
          summary="Calls, latency, injection rate and tokens served over time (from the rollups)")
 @traced
 def get_series(
-    project_id: ScopeQuery,
+    project_id: OptionalScopeQuery = None,
     subject_id: OptionalScopeQuery = None,
     days: Annotated[int, Query(ge=1, le=stats.MAX_SERIES_DAYS,
                                description="window, in days up to now")] = 7,

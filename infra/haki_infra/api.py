@@ -1,7 +1,8 @@
 """The REST API, built from ``haki_aws.routes.ROUTES`` (the table the local server also serves).
 
 One credential (docs/decisions/2026-12-03-one-credential-authorizer.md): a tenant sends
-``Authorization: Bearer hk_...`` and nothing else.
+``Authorization: Bearer hk_...`` and nothing else. The public routes of the table (the health
+checks, ``Route.public``) run no authorizer and meter no usage key.
 - A REQUEST authorizer (``functions/authorizer``), cached by API Gateway per Authorization
   value, checks the key (sha256 lookup, the same code as the functions) and names the
   project's usage key (``usageIdentifierKey``); the RestApi takes API keys from the authorizer
@@ -54,7 +55,7 @@ class Api(Construct):
         self.rest_api = apigw.RestApi(
             self,
             "RestApi",
-            rest_api_name="haki",
+            rest_api_name=config.stack_name.lower(),
             description="Haki context assembler",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # Usage plans meter the key the authorizer names, never an x-api-key header.
@@ -89,9 +90,16 @@ class Api(Construct):
             "Validator", validate_request_parameters=True, validate_request_body=True
         )
         for route in routes:
-            self.rest_api.root.resource_for_path(route.path).add_method(
+            integration = apigw.LambdaIntegration(functions[route.function],
+                                                  allow_test_invoke=False)
+            resource = self.rest_api.root.resource_for_path(route.path)
+            if route.public:  # the health checks: no key, no usage plan
+                _acknowledge_public(resource.add_method(
+                    route.method, integration, authorization_type=apigw.AuthorizationType.NONE))
+                continue
+            resource.add_method(
                 route.method,
-                apigw.LambdaIntegration(functions[route.function], allow_test_invoke=False),
+                integration,
                 # The key the authorizer names (apiKeySource AUTHORIZER): the usage plan meters it.
                 api_key_required=True,
                 authorizer=self.authorizer,
@@ -99,9 +107,10 @@ class Api(Construct):
                 request_parameters={"method.request.header.Authorization": True},
                 request_validator=validator,
             )
+        public_paths = {route.path for route in routes if route.public}
         for path, methods in _methods_by_path(routes).items():
             _add_method_not_allowed(self.rest_api.root.resource_for_path(path), methods,
-                                    self.authorizer)
+                                    None if path in public_paths else self.authorizer)
         for response_type, error in EDGE_ERRORS.items():
             message = f'"{error.message}"' if error.message else "$context.error.messageString"
             self.rest_api.add_gateway_response(
@@ -117,7 +126,7 @@ class Api(Construct):
 
         self.usage_plan = self.rest_api.add_usage_plan(
             "DefaultPlan",
-            name="haki-default",
+            name=f"{config.stack_name.lower()}-default",
             description="Per-project throttle and daily quota (the usage key the authorizer names)",
             throttle=apigw.ThrottleSettings(
                 rate_limit=config.key_throttle_rate, burst_limit=config.key_throttle_burst
@@ -234,15 +243,16 @@ def _methods_by_path(routes: tuple[Route, ...]) -> dict[str, list[str]]:
 
 
 def _add_method_not_allowed(resource: apigw.IResource, methods: list[str],
-                            authorizer: apigw.IAuthorizer) -> None:
+                            authorizer: apigw.IAuthorizer | None) -> None:
     """``ANY`` on a routed resource answers every other method with 405 and ``Allow``, as
     the local server does (API Gateway would otherwise say 403 "Missing Authentication
     Token"). A mock integration: no function runs; behind the authorizer and metered like
-    every method, so an unauthenticated caller learns nothing of the routes."""
+    every method, so an unauthenticated caller learns nothing of the routes, except on the
+    public health paths (``authorizer`` None), which need no key."""
     allow = ", ".join(methods)
     body = ('{"error": {"code": "method_not_allowed", "message": '
             f'"$context.httpMethod is not allowed here; use {allow}"}}}}')
-    resource.add_method(
+    method = resource.add_method(
         "ANY",
         apigw.MockIntegration(
             request_templates={"application/json": '{"statusCode": 405}'},
@@ -253,12 +263,23 @@ def _add_method_not_allowed(resource: apigw.IResource, methods: list[str],
                 response_templates={"application/json": body},
             )],
         ),
-        api_key_required=True,
+        api_key_required=authorizer is not None,
         authorizer=authorizer,
-        authorization_type=apigw.AuthorizationType.CUSTOM,
+        authorization_type=(apigw.AuthorizationType.NONE if authorizer is None
+                            else apigw.AuthorizationType.CUSTOM),
         method_responses=[apigw.MethodResponse(
             status_code="405", response_parameters={"method.response.header.Allow": True})],
     )
+    if authorizer is None:
+        _acknowledge_public(method)
+
+
+def _acknowledge_public(method: apigw.Method) -> None:
+    """A method of a public health path: no key by design."""
+    for rule in ("AwsSolutions-APIG4", "AwsSolutions-COG4"):
+        acknowledge(method, rule, "A health check (liveness, readiness) for load balancers and "
+                    "monitors: no key by design; it reads no tenant data, says nothing of the "
+                    "deployment, and runs in its own function of reserved concurrency 2")
 
 
 def _access_log_format() -> apigw.AccessLogFormat:

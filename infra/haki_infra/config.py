@@ -6,6 +6,7 @@ not silently deploy the default.
 """
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
@@ -20,6 +21,8 @@ from haki.settings import Settings
 #: Root of the checkout (``infra/haki_infra/config.py`` → two levels up).
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "haki:"
+#: What CloudFormation accepts as a stack name.
+STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
 
 
 class Engine(StrEnum):
@@ -58,7 +61,10 @@ DEFAULT_SIZING: dict[str, FunctionSizing] = {
     "ingest": FunctionSizing(memory_mb=1769, timeout_s=29, reserved_concurrency=20),
     "memory": FunctionSizing(memory_mb=512, timeout_s=15, reserved_concurrency=10),
     # One key lookup per key per cache TTL (API Gateway caches its answers).
-    "authorizer": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=8),
+    "authorizer": FunctionSizing(memory_mb=512, timeout_s=10, reserved_concurrency=6),
+    # The health checks: no key, one `SELECT 1`; two at a time bound what probes (or a flood
+    # of them) can take from the proxy.
+    "health": FunctionSizing(memory_mb=256, timeout_s=10, reserved_concurrency=2),
     # One aggregation at a time: a run must not overlap the previous one.
     "aggregate": FunctionSizing(memory_mb=512, timeout_s=300, reserved_concurrency=1),
     "migrate": FunctionSizing(memory_mb=512, timeout_s=600, reserved_concurrency=1),
@@ -74,6 +80,9 @@ NO_DATABASE = frozenset({"console"})
 class HakiConfig:
     """What a deployment may choose; the defaults are the production deployment."""
 
+    #: The CloudFormation stack's name: two deployments (staging, production) with different
+    #: names live side by side in one account and region.
+    stack_name: str = "Haki"
     #: ``rds`` = RDS PostgreSQL 16 instance; ``aurora`` = Aurora PostgreSQL Serverless v2.
     engine: Engine = Engine.RDS
     #: Dev mode: no deletion protection, the database is destroyed with the stack, one AZ.
@@ -132,6 +141,9 @@ class HakiConfig:
     read_replica: bool = False
 
     def __post_init__(self) -> None:
+        if not STACK_NAME.fullmatch(self.stack_name):
+            raise ValueError(f"{PREFIX}stack_name {self.stack_name!r}: a letter, then letters, "
+                             "digits and hyphens, at most 128 characters (CloudFormation's rule)")
         unknown = set(self.sizing) - set(DEFAULT_SIZING)
         if unknown:
             raise ValueError(f"{PREFIX}sizing: unknown functions {sorted(unknown)}")
@@ -221,6 +233,7 @@ def _str_map(value: Any) -> dict[str, str]:
 
 
 _PARSERS: dict[str, Any] = {
+    "stack_name": str,
     "engine": Engine,
     "dev": _bool,
     "architecture": Arch,

@@ -3,7 +3,7 @@
 Private (isolated subnets, no public address), encrypted, TLS forced, IAM database
 authentication on (RDS Proxy logs in as ``haki_app`` / ``haki_stats`` with IAM, end to end),
 automated backups. The master user is the schema owner; its password is generated into
-Secrets Manager and rotated. ``CREATE EXTENSION vector`` runs in migration 0001.
+Secrets Manager and rotated. ``CREATE EXTENSION vector`` runs in migrations/0001_schema.sql.
 """
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -137,6 +137,19 @@ class Database(Construct):
 
     def metric_connections(self) -> cloudwatch.Metric:
         return self.resource.metric_database_connections(period=Duration.minutes(5))
+
+    def metric_free_storage(self) -> cloudwatch.Metric:
+        """Bytes left to write to: the instance's ``FreeStorageSpace`` (its gp3 volume, grown
+        by storage autoscaling up to 200 GiB), or for Aurora, whose cluster volume grows by
+        itself, each instance's ``FreeLocalStorage`` (sorts, temporary tables, logs)."""
+        period = Duration.minutes(5)
+        if isinstance(self.resource, rds.DatabaseCluster):
+            return self.resource.metric_free_local_storage(period=period, statistic="Minimum")
+        return self.resource.metric_free_storage_space(period=period, statistic="Minimum")
+
+    def metric_freeable_memory(self) -> cloudwatch.Metric:
+        return self.resource.metric_freeable_memory(period=Duration.minutes(5),
+                                                    statistic="Minimum")
 
 
 def _acknowledge_log_retention_function(scope: Construct) -> None:

@@ -1,4 +1,7 @@
-"""Alarms (to an encrypted SNS topic, optional e-mail subscription) and one dashboard."""
+"""Alarms (to an encrypted SNS topic, optional e-mail subscription) and one dashboard.
+
+Each alarm has its runbook entry in docs/operations.md (what it means, first checks, fixes),
+under a heading named by the alarm's id."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +27,17 @@ _PERIOD = Duration.minutes(5)
 DB_CONNECTIONS_ALARM = 150
 #: Proxy borrow latency (microseconds) above which requests queue for a database connection.
 BORROW_LATENCY_ALARM_US = 100_000
+#: Free storage (bytes) below which writes are about to fail: storage autoscaling grows the
+#: volume once less than 10% is free (2 GiB of the initial 20), so 15 minutes below this means
+#: it has reached its maximum or cannot grow.
+FREE_STORAGE_ALARM_BYTES = 2 * 1024**3
+#: Freeable memory (bytes) below which PostgreSQL is about to swap.
+FREEABLE_MEMORY_ALARM_BYTES = 128 * 1024**2
+#: The runtime's own metrics (``haki_aws.observability``: EMF, one ``service`` dimension).
+METRICS_NAMESPACE = "Haki"
+METRICS_SERVICE = "haki"
+#: Scheduled aggregation intervals without a single run before the "stopped" alarm fires.
+MISSED_AGGREGATIONS = 3
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,10 @@ class _AlarmSpec:
     threshold: float
     #: Consecutive 5-minute periods over the threshold before the alarm fires.
     periods: int = 1
+    #: Fires below the threshold rather than above it.
+    below: bool = False
+    #: No data counts as breaching (a metric that stops means the thing stopped).
+    missing_breaches: bool = False
 
 
 class Monitoring(Construct):
@@ -103,6 +121,44 @@ class Monitoring(Construct):
                 proxy.metric("ClientConnectionsSetupFailedAuth", "Sum"),
                 0,
             ),
+            _AlarmSpec(
+                "DatabaseFreeStorage",
+                f"Less than {FREE_STORAGE_ALARM_BYTES // 1024**3} GiB of database storage left",
+                database.metric_free_storage(),
+                FREE_STORAGE_ALARM_BYTES,
+                periods=3,
+                below=True,
+            ),
+            _AlarmSpec(
+                "DatabaseFreeableMemory",
+                f"Less than {FREEABLE_MEMORY_ALARM_BYTES // 1024**2} MiB of database memory "
+                "free (swapping is near)",
+                database.metric_freeable_memory(),
+                FREEABLE_MEMORY_ALARM_BYTES,
+                periods=3,
+                below=True,
+            ),
+            _AlarmSpec(
+                "DefaultPartitionRows",
+                "Calls or traces were written to the DEFAULT partition: a day had no partition "
+                "(the scheduled rollup that makes them stopped for days)",
+                cloudwatch.Metric(
+                    namespace=METRICS_NAMESPACE, metric_name="DefaultPartitionRows",
+                    dimensions_map={"service": METRICS_SERVICE}, statistic="Maximum",
+                    period=_PERIOD),
+                0,
+            ),
+            _AlarmSpec(
+                "AggregationStopped",
+                f"The stats aggregation did not run in {MISSED_AGGREGATIONS} scheduled "
+                "intervals (its schedule disabled, or its function not invoked)",
+                functions["aggregate"].metric_invocations(
+                    statistic="Sum", period=Duration.minutes(
+                        min(MISSED_AGGREGATIONS * config.aggregation_rate_minutes, 1440))),
+                1,
+                below=True,
+                missing_breaches=True,
+            ),
         ]
         for name, function in functions.items():
             title = name.capitalize()
@@ -122,6 +178,7 @@ class Monitoring(Construct):
                     0,
                 )
             )
+        self.specs = tuple(specs)
         self.alarms = [self._alarm(spec) for spec in specs]
 
         dashboard = cloudwatch.Dashboard(self, "Dashboard")
@@ -162,8 +219,12 @@ class Monitoring(Construct):
             metric=spec.metric,
             threshold=spec.threshold,
             evaluation_periods=spec.periods,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            comparison_operator=(
+                cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD if spec.below
+                else cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD),
+            treat_missing_data=(
+                cloudwatch.TreatMissingData.BREACHING if spec.missing_breaches
+                else cloudwatch.TreatMissingData.NOT_BREACHING),
         )
         alarm.add_alarm_action(actions.SnsAction(self.topic))
         return alarm

@@ -17,7 +17,7 @@ from haki.roles import Role
 from haki_infra.database import PORT, Database
 from haki_infra.network import Network
 
-#: Database users reached through the proxy (created by migration 0001, granted ``rds_iam``).
+#: Database users reached through the proxy (created by the schema, granted ``rds_iam``).
 PROXY_USERS = (Role.APP, Role.STATS)
 
 

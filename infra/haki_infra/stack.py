@@ -53,6 +53,11 @@ SERVICE_FUNCTIONS = (
     ServiceFunction(
         "authorizer", "authorizer", "app.handler", Role.APP, "API authorizer (hk_ key)"
     ),
+    # Liveness and readiness without a key: its own small function, so unauthenticated
+    # probes never take the tenant functions' concurrency (functions/health).
+    ServiceFunction(
+        "health", "health", "app.handler", Role.APP, "GET /v1/health, /v1/health/ready (no key)"
+    ),
     # The scheduled rollup lives beside the overview handler, reading across projects.
     ServiceFunction(
         "aggregate", "stats", "app.aggregate_handler", Role.STATS, "Scheduled stats rollup"
@@ -164,7 +169,7 @@ class HakiStack(Stack):
                 event={"task": "scope_indexes", "SecretArn": database.secret.secret_arn},
                 retry_attempts=1,
             )
-        Monitoring(
+        self.monitoring = Monitoring(
             self,
             "Monitoring",
             config=config,
@@ -199,12 +204,14 @@ class HakiStack(Stack):
 def build_app(
     context: Mapping[str, Any] | None = None, *, outdir: str | None = None
 ) -> tuple[App, HakiStack]:
-    """The app as ``cdk synth`` builds it: the stack plus the AwsSolutions checks.
+    """The app as ``cdk synth`` builds it: the stack (named by ``haki:stack_name``, default
+    ``Haki``) plus the AwsSolutions checks.
 
     Under the CDK CLI both arguments stay ``None`` (the CLI passes context and output folder
     through the environment); tests pass ``cdk.json``'s context and a temporary folder.
     """
     app = App(context=dict(context) if context is not None else None, outdir=outdir)
-    stack = HakiStack(app, "Haki", config=HakiConfig.from_context(app.node))
+    config = HakiConfig.from_context(app.node)
+    stack = HakiStack(app, config.stack_name, config=config)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return app, stack

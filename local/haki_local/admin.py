@@ -2,7 +2,7 @@
 
 A key is ``hk_`` + 43 URL-safe characters (256 random bits), returned once at creation; only
 its sha256 is stored, with a short prefix for display. A project belongs to exactly one org
-(``projects``, migration 0013) and a key to a project of its own org: a key for a project
+(``projects``) and a key to a project of its own org: a key for a project
 another org owns is refused, and a key for an unknown project is made only when the caller asks
 for the project to be created.
 """
@@ -17,6 +17,7 @@ import psycopg
 
 from haki.db import Database
 from haki.errors import ProjectOfAnotherOrg, ValidationFailed
+from haki.identities import canonical_identifier
 from haki.keys import KEY_PREFIX, hash_key
 
 #: Characters of the key kept for display ("hk_" + 7): enough to tell keys apart, useless
@@ -70,9 +71,16 @@ _COLUMNS = "id, prefix, org_id, project_id, label, created_at, revoked_at"
 
 
 def _check_ids(org_id: str, project_id: str) -> None:
+    """Ids as the API takes them: 1 to 128 characters, in their canonical spelling (NFC, no
+    control or invisible character: ``haki.identities``), so that requests can name them."""
     for name, value in (("org", org_id), ("project", project_id)):
-        if not 1 <= len(value) <= 128 or any(ord(ch) < 32 for ch in value):
-            raise ValidationFailed(f"{name} id must be 1 to 128 characters, none a control one")
+        try:
+            canonical = canonical_identifier(value)
+        except ValueError:
+            canonical = None
+        if not 1 <= len(value) <= 128 or canonical != value:
+            raise ValidationFailed(f"{name} id must be 1 to 128 characters in Unicode NFC, none "
+                                   "a control or invisible one")
 
 
 #: The owner org of a project, locked against a concurrent change for the transaction.

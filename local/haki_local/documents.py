@@ -13,7 +13,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from haki.errors import ValidationFailed
-from haki.models import SCOPE_MAX_CHARS, FactRecord, Timestamp
+from haki.models import SCOPE_MAX_CHARS, FactRecord, Label, Timestamp
 
 
 class _Record(BaseModel):
@@ -24,11 +24,11 @@ class EventRecord(_Record):
     """An episode (source event)."""
 
     id: UUID | None = None
-    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     #: The conversation thread of the subject (optional).
-    thread_id: str | None = Field(default=None, min_length=1, max_length=SCOPE_MAX_CHARS)
-    kind: str = Field(min_length=1, max_length=128)
+    thread_id: Label | None = Field(default=None, min_length=1, max_length=SCOPE_MAX_CHARS)
+    kind: Label = Field(min_length=1, max_length=128)
     payload: dict[str, Any] = Field(default_factory=dict)
     occurred_at: Timestamp | None = None
 
@@ -37,8 +37,8 @@ class ConflictRecord(_Record):
     """A conflict set over facts of one scope. ``resolved`` needs the fact to keep."""
 
     id: UUID | None = None
-    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     fact_ids: list[UUID] = Field(min_length=2)
     status: Literal["open", "resolved"] = "open"
     reason: str | None = None

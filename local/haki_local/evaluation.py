@@ -95,6 +95,20 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     # alike, packed the same way.
     "dense_only": {"use_text_arm": False, "use_neighbours": False, "assistant_weight": 1.0},
 }
+#: What each ablation leaves out or changes, in plain words (the table and progress bars).
+ABLATION_LABELS: dict[str, str] = {
+    "no_vector_arm": "without vector search",
+    "no_text_arm": "without keyword search",
+    "no_neighbours": "without the neighbouring messages",
+    "no_episodes": "facts only, no episodes",
+    "kind_in_excerpt": "event kind written into excerpts",
+    "equal_arm_weights": "vector and keyword results weighed alike",
+    "equal_speakers": "assistant messages weighed like the user's",
+    "fixed_vector_depth": "vector search depth fixed at 128",
+    "dense_only": "cosine similarity only (a simple baseline)",
+}
+
+
 class EvalQuery(BaseModel):
     """One labelled question."""
 
@@ -412,7 +426,7 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
             report: dict[str, object] = {"embedder": embedder.provider}
             per_budget: dict[str, object] = {}
             for budget in budgets:
-                outcomes = evaluator.run(budget=budget, label=f"{budget} tokens: served")
+                outcomes = evaluator.run(budget=budget, label=f"{budget} tokens: as served")
                 ranks = [evaluator.gold_ranks(o) if o.query.expected else []
                          for o in outcomes]
                 run: dict[str, object] = {
@@ -421,8 +435,9 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
                         [r for per_query in ranks for r in per_query],
                         sum(o.covered for o in outcomes)),
                     "ablations": {
-                        name: figures(evaluator.run(replace(evaluator.config, **change),
-                                                    budget, f"{budget} tokens: {name}"))
+                        name: figures(evaluator.run(
+                            replace(evaluator.config, **change), budget,
+                            f"{budget} tokens: {ABLATION_LABELS[name]}"))
                         for name, change in ABLATIONS.items()},
                 }
                 if with_misses:

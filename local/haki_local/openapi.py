@@ -4,11 +4,11 @@ Each function's resolver describes its own routes (Pydantic request and response
 success status, and the domain errors each route declares with ``haki_aws.errors.responses``);
 the documents are merged into one, completed with what the resolvers do not know: the
 bearer-key security scheme and the errors every route may answer (``{"error": {"code",
-"message"}}``), the 413 of each route with its own body limit (``haki_aws.routes``), and
-what a client generator needs: a stable ``operationId`` and a tag per operation
-(:data:`OPERATIONS`), an example request body, and the bearer scheme on every operation.
-``haki openapi`` writes it to ``docs/openapi.json``; a test fails when the committed file is
-out of date.
+"message"}}``; a public route, without a key: 500 and 503 only), the 413 of each route with
+its own body limit (``haki_aws.routes``), and what a client generator needs: a stable
+``operationId`` and a tag per operation (:data:`OPERATIONS`), an example request body, and the
+bearer scheme on every operation but the public ones. ``haki openapi`` writes it to
+``docs/openapi.json``; a test fails when the committed file is out of date.
 """
 
 import json
@@ -68,6 +68,7 @@ TAGS: dict[str, str] = {
     "conflicts": "Contradicting facts, and settling them",
     "forget": "Disable or erase a subject's memory or one fact",
     "stats": "Usage figures of a project",
+    "health": "Liveness and readiness, without a key",
 }
 _FACT_ID = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
 #: Every route's operation, by (method, path) of ``haki_aws.routes.ROUTES``.
@@ -93,6 +94,7 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
                    "value": "French", "confidence": 0.9}]}),
     ("GET", "/v1/events"): Operation("listEvents", "memory"),
     ("GET", "/v1/facts"): Operation("listFacts", "memory"),
+    ("GET", "/v1/subjects"): Operation("listSubjects", "memory"),
     ("POST", "/v1/facts/{fact_id}/status"): Operation("setFactStatus", "memory", {
         "project_id": "acme-support", "status": "disabled"}),
     ("GET", "/v1/conflicts"): Operation("listConflicts", "conflicts"),
@@ -100,6 +102,8 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "project_id": "acme-support", "keep_fact_id": _FACT_ID}),
     ("POST", "/v1/forget"): Operation("forget", "forget", {
         "project_id": "acme-support", "subject_id": "user-42", "mode": "disable"}),
+    ("GET", "/v1/health"): Operation("getHealth", "health"),
+    ("GET", "/v1/health/ready"): Operation("getReadiness", "health"),
 }
 #: The security scheme every operation requires.
 SECURITY_SCHEME = "apiKey"
@@ -114,7 +118,13 @@ def _body_limit(route: Route) -> str:
     return f"payload_too_large: request body over {unit} ({size} bytes)"
 
 
+#: What a public route (no key, no parameters) may answer besides its own.
+_PUBLIC_ROUTE = {key: _EVERY_ROUTE[key] for key in ("500", "503")}
+
+
 def _common_errors(route: Route) -> dict[str, str]:
+    if route.public:
+        return dict(_PUBLIC_ROUTE)
     if route.method == "GET":
         return dict(_EVERY_ROUTE)
     return {**_EVERY_ROUTE, "413": _body_limit(route), **_BODY_ROUTE}
@@ -131,16 +141,18 @@ def _is_error_response(response: dict[str, Any]) -> bool:
 
 
 def _complete(operation: dict[str, Any], route: Route) -> None:
-    """Name and tag the operation, require the bearer key, give its example body, and add the
-    errors every route may answer to its own: a status the route already declares (e.g. its
-    own 422 ``unknown_reference``) lists both."""
+    """Name and tag the operation, require the bearer key (not on a public route), give its
+    example body, and add the errors every route may answer to its own: a status the route
+    already declares (e.g. its own 422 ``unknown_reference``) lists both."""
     described = OPERATIONS[(route.method, route.path)]
     operation["operationId"] = described.operation_id
     operation["tags"] = [described.tag]
-    operation["security"] = [{SECURITY_SCHEME: []}]
+    operation["security"] = [] if route.public else [{SECURITY_SCHEME: []}]
     if described.example is not None:
         operation["requestBody"]["content"][CONTENT_TYPE]["example"] = described.example
     responses = operation["responses"]
+    if route.public:  # no parameters, no body: the resolver's generic 422 cannot happen
+        responses.pop("422", None)
     for status, description in _common_errors(route).items():
         declared = responses.get(status)
         if declared is not None and _is_error_response(declared):

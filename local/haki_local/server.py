@@ -203,7 +203,8 @@ Dispatch = Callable[[Route, Request, bool], Awaitable[Response]]
 class Resource:
     """The ASGI endpoint of one API Gateway resource path: each method of ``routes`` is
     dispatched to its handler, any other is a 405 (the route table's methods, not Starlette's
-    GET and HEAD), once authorized like the deployed API's ``ANY`` method."""
+    GET and HEAD), once authorized like the deployed API's ``ANY`` method (a public path's
+    without a key)."""
 
     path: str
     routes: Mapping[str, Route]
@@ -213,7 +214,9 @@ class Resource:
         request = Request(scope, receive)
         route = self.routes.get(request.method)
         if route is None:
-            response = await self.dispatch(Route(request.method, self.path, ""), request, False)
+            public = all(r.public for r in self.routes.values())
+            response = await self.dispatch(Route(request.method, self.path, "", public=public),
+                                           request, False)
             if response.status_code < 400:
                 raise HTTPException(405, headers={"Allow": ", ".join(self.routes)})
         else:
@@ -225,14 +228,15 @@ def create_app(handlers: Mapping[str, Handler], console: Console | None = None,
                body_timeout_s: float = BODY_TIMEOUT_S,
                authorizer: Handler | None = None) -> Starlette:
     """The ASGI app serving ``handlers`` (by function name) on their routes, and ``console``.
-    With an ``authorizer`` (``functions/authorizer``), every call passes it first, as on the
-    deployed API: no Authorization header or a denied key is the edge's 401, a failing
-    authorizer its 503, and an allowed call's event carries the authorizer's context."""
+    With an ``authorizer`` (``functions/authorizer``), every call but those of a public route
+    (the health checks) passes it first, as on the deployed API: no Authorization header or a
+    denied key is the edge's 401, a failing authorizer its 503, and an allowed call's event
+    carries the authorizer's context."""
     lock = asyncio.Lock()
 
     def authorize_and_call(route: Route, event: dict[str, Any], request_id: str, routed: bool
                            ) -> dict[str, Any] | Response:
-        if authorizer is not None:
+        if authorizer is not None and not route.public:
             refused = authorize(authorizer, event, request_id)
             if refused is not None:
                 return refused

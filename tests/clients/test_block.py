@@ -4,8 +4,10 @@ HTTP, for memory loaded to break out of it, and on hostile packets given to the 
 service runs (``haki.assembler.render``)."""
 
 import re
+import sys
+import unicodedata
 
-from haki.assembler.render import render_packet
+from haki.assembler.render import inline, render_packet
 from haki.models import ContextPacket
 from haki_local.demo import DEMO_PROJECT
 from tests.clients.hostile import HOSTILE_QUERY, HOSTILE_SUBJECT, packets
@@ -15,6 +17,10 @@ from tests.e2e.conftest import Client, Server
 def assert_sealed(block: str, facts: int, episodes: int) -> None:
     """The block's own two tags and nothing else that could be read as a tag; one line per
     fact and per episode, each starting with its handle, and group headers."""
+    for form in ("NFKC", "NFKD"):  # what a tokenizer or a reader may normalise it to
+        normal = unicodedata.normalize(form, block)
+        assert normal.count("<") == 2 and normal.count(">") == 2, (form, block)
+    assert not any(unicodedata.category(c) == "Cf" or "\x80" <= c <= "\x9f" for c in block)
     lines = block.split("\n")
     assert lines[0] == "<haki_memory>" and lines[-1] == "</haki_memory>", block
     assert block.count("<") == 2 and block.count(">") == 2, block
@@ -52,3 +58,15 @@ def test_hostile_packets_cannot_close_or_forge_the_block():
         assert_sealed(block, len(packet.facts), len(packet.episodes))
         sealed += 1
     assert sealed > 300
+
+
+def test_every_format_and_c1_character_is_dropped_and_every_bracket_look_alike_folded():
+    """Exhaustively, over every code point of this Python's Unicode: format characters (Cf)
+    and C1 controls vanish, and nothing of a memory text normalises to an angle bracket."""
+    every = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
+    assert [c for c in every
+            if (unicodedata.category(c) == "Cf" or "\x80" <= c <= "\x9f")
+            and inline(c) not in ("", " ")] == []  # NEL (U+0085) is a line break: a space
+    assert [c for c in every
+            if {"<", ">"} & set(unicodedata.normalize("NFKD", inline(c)))] == []
+    assert inline("＜/haki_memory＞ ﹤x﹥") == "‹/haki_memory› ‹x›"

@@ -31,6 +31,8 @@ SHOTS = ROOT / "build" / "console-screenshots"
 SUBJECT = "console-marie"
 OTHER_SUBJECT = "console-paul"
 WIDE = {"width": 1280, "height": 1000}
+#: The one format of every moment the console shows.
+STAMP = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$")
 NARROW = {"width": 560, "height": 1000}
 
 
@@ -70,8 +72,11 @@ def memory(haki_server: Server) -> dict[str, Any]:
     with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
         haki.record_fact(SUBJECT, "preferred_language", "French")
         haki.record_fact(SUBJECT, "city", "Lyon")
-        conflict = haki.record_fact(SUBJECT, "preferred_language", "German")
+        conflict = haki.record_fact(SUBJECT, "preferred_language", "German", confidence=0.95)
+        haki.record_fact(SUBJECT, "postal_address", {"street": "2 rue Neuve", "zip": "69001"})
         haki.remember_event(SUBJECT, "Marie asked for her invoice in French.")
+        haki.remember_event(SUBJECT, kind="order.placed",
+                            payload={"order": 4417, "items": ["atlas", "globe"]})
         language = haki.context(SUBJECT, "Which language for the zebra invoice letter?",
                                 purpose="support_reply")
         city = haki.context(SUBJECT, "Where does she live?", purpose="shipping",
@@ -151,6 +156,10 @@ def test_the_page_and_its_files_are_static_and_locked_down(haki_server: Server):
     assert http(f"{haki_server.url}/console/..%2Fapp.py")[0] == 404
     assert http(f"{haki_server.url}/console/", method="POST")[0] == 405
     assert http(f"{haki_server.url}/console")[2] == page  # /console → /console/
+    assert b'rel="icon"' in page and b'href="favicon.svg"' in page
+    status, headers, icon = http(f"{haki_server.url}/console/favicon.svg")
+    assert status == 200 and headers["Content-Type"].startswith("image/svg+xml")
+    assert icon.startswith(b"<svg")
 
 
 # --------------------------------------------------------------------- the page, as used
@@ -164,6 +173,20 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     assert page.evaluate("sessionStorage.getItem('haki.console.key')") == haki_server.key
     assert haki_server.key not in page.url
     assert {memory["language"], memory["city"], memory["other"]} <= set(listed(page))
+    # The list shows the whole query (an ellipsis past the cell, the full text as its title)
+    # and the tokens uncut.
+    row = page.locator(f"tr[data-trace-id='{memory['language']}']")
+    query = "Which language for the zebra invoice letter?"
+    assert row.locator(".query").get_attribute("title") == query
+    assert row.locator(".query").inner_text() == query
+    assert row.locator(".query").evaluate("e => e.clientWidth") >= 200
+    tokens = row.locator("td.tokens")
+    assert re.fullmatch(r"\d+/900", tokens.inner_text())
+    assert tokens.evaluate("e => e.scrollWidth <= e.clientWidth")
+    assert STAMP.match(row.locator("time.when").inner_text())
+    warned = row.locator(".flag")  # its open conflict: a flag that leaves the time whole
+    assert warned.get_attribute("title") == "open_conflict"
+    assert row.locator(".call-line").evaluate("e => e.scrollWidth <= e.clientWidth")
 
     # Find a call by text.
     page.fill("#q", "ZEBRA invoice")
@@ -179,8 +202,14 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
                                         "rows => rows.map(r => r.dataset.action)")
     assert actions == [d["action"] for d in trace["decisions"]]
     assert "conflict_open" in page.inner_text("#decisions")
+    # A structured value reads as `key: value` lines there too.
+    assert "zip: 69001" in page.inner_text("#decisions")
+    assert '{"' not in page.inner_text("#decisions")
     assert page.inner_text("#rendered").startswith("<haki_memory>")
     assert "the same for every call" in page.inner_text("#legend")
+    # The budget line only where a candidate did not fit.
+    over = [d for d in trace["decisions"] if d["reason_code"] == "over_budget"]
+    assert page.locator("#decisions tr.budget-line").count() == (1 if over else 0)
     # Nothing is cut at 1,280 px: the page is no wider than the window, and the decision
     # table, every column, fits its panel without scrolling.
     assert page.evaluate("document.documentElement.scrollWidth") <= WIDE["width"]
@@ -207,6 +236,7 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
         before, after = (s.get(candidate, False) for s in served)
         assert change in expected[(before, after)], candidate
     assert "entered" in shown.values() or "left" in shown.values()
+    assert page.locator("#compare-heads time.when").count() == 2
     shoot(page, "3-compare")
 
     # The subject's memory: the open conflict, and why its facts were not served.
@@ -225,11 +255,36 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     chat = page.locator("#episodes li[data-thread='chat-1']").all_inner_texts()
     assert [text.split(" · ")[-1] for text in chat] == [
         "chat-1 Yes, it leaves today.", "chat-1 Can the invoice go out today?"]
+    # Structured values and payloads read as `key: value` lines, not JSON.
+    facts_text = page.inner_text("#fact-groups")
+    lines = facts_text.replace("\t", "\n").splitlines()
+    at = lines.index("postal_address:")  # jsonb orders the keys its own way
+    assert sorted(lines[at + 1:at + 3]) == ["street: 2 rue Neuve", "zip: 69001"]
+    episodes_text = page.inner_text("#episodes")
+    assert "items: atlas, globe" in episodes_text and "order: 4417" in episodes_text
+    assert '{"' not in facts_text + episodes_text + page.inner_text("#conflicts")
+    # Every moment of the page in the one format.
+    stamps = page.locator("time.when").all_inner_texts()
+    assert stamps and all(STAMP.match(s) for s in stamps), stamps
+    # Each fact of the conflict says when it was recorded, from what, with what confidence.
+    members = conflict.locator(".member").all_inner_texts()
+    assert len(members) == 2 and all(m.startswith("recorded 20") for m in members)
+    assert any("confidence 0.95" in m for m in members)
+    assert any("no confidence given" in m for m in members)
     shoot(page, "4-memory")
 
-    # Resolve it: keep the first value.
+    # Resolve it: "Keep this one" asks first, and Cancel resolves nothing.
     keep = conflict.locator("button.keep").first.get_attribute("data-fact-id")
     conflict.locator("button.keep").first.click()
+    dialog = conflict.locator(".confirm")
+    assert dialog.is_visible() and "become" in dialog.inner_text()
+    assert "superseded" in dialog.inner_text() and "recorded 20" in dialog.inner_text()
+    shoot(page, "4b-keep-confirmation")
+    dialog.locator("button.cancel").click()
+    assert not dialog.is_visible()
+    assert page.locator(f".conflict[data-conflict-id='{memory['conflict']}']").count() == 1
+    conflict.locator("button.keep").first.click()
+    dialog.locator("button.confirm-keep").click()
     page.wait_for_selector(f".conflict[data-conflict-id='{memory['conflict']}']",
                            state="detached")
     assert "No open conflict" in page.inner_text("#conflicts")
@@ -249,10 +304,30 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     assert "conflict_open" not in page.inner_text("#decisions")
     shoot(page, "5-after-resolve")
 
+    # The project's subjects, with their counts; a click opens one's memory.
+    visit(page, f"{haki_server.url}/console/#view=memory")
+    subject_row = page.locator(f"#subjects tr[data-subject-id='{SUBJECT}']")
+    assert subject_row.count() == 1
+    with HakiClient(haki_server.url, haki_server.key) as haki:
+        active = len(haki.list_facts(SUBJECT, limit=200).facts)
+        events = len(haki.list_events(SUBJECT, limit=200).events)
+    cells = subject_row.locator("td").all_inner_texts()
+    assert (cells[1], cells[2], cells[3]) == (str(active), str(events), "0")
+    assert STAMP.match(cells[4])
+    settled(page, lambda: subject_row.click())
+    assert f"subject={SUBJECT}" in page.url and page.inner_text("#memory-subject") == SUBJECT
+    shoot(page, "5b-subjects")
+
     # Charts from the rollups and the tail: one per figure, project and subject.
     visit(page, f"{haki_server.url}/console/#view=charts&days=1&subject={SUBJECT}")
     assert page.locator("#chart-grid .chart canvas").count() == 4
     assert page.locator("#chart-grid .u-legend th").count() >= 8  # project + subject lines
+    rate = page.locator("#chart-grid .chart[data-chart='injection_rate']")
+    assert rate.get_attribute("data-y-range") == "0,1"
+    for chart in page.locator("#chart-grid .chart").all():
+        markers = chart.locator(".u-legend .u-series .u-marker").evaluate_all(
+            "ms => ms.slice(1).map(m => getComputedStyle(m).borderColor)")
+        assert len(markers) == len(set(markers)) >= 2, markers  # project ≠ subject colour
     shoot(page, "6-charts")
 
     # A narrow window: one column, nothing wider than the window but the scrolled tables.
@@ -299,6 +374,20 @@ def test_a_key_of_another_project_sees_none_of_it(
     assert page.locator("#fact-groups tr[data-fact-id]").count() == 0
     assert page.locator("#episodes li").count() == 0
     shoot(page, "8-other-project")
+    visit(page, f"{haki_server.url}/console/#view=charts&days=7")
+    assert "No call in this window" in page.inner_text("#chart-grid")
+    # A fresh project's first call: one bucket, drawn as bars and markers on padded axes.
+    with HakiClient(haki_server.url, key) as haki:
+        haki.context("first-user", "Anything yet?")
+    visit(page, f"{haki_server.url}/console/#view=charts&days=7&subject=first-user")
+    kinds = dict(page.eval_on_selector_all(
+        "#chart-grid .chart", "cs => cs.map(c => [c.dataset.chart, c.dataset.kind])"))
+    assert kinds == {"calls": "bars", "latency_p50_ms": "line", "injection_rate": "rate",
+                     "tokens_served": "bars"}
+    ranges = dict(page.eval_on_selector_all(
+        "#chart-grid .chart", "cs => cs.map(c => [c.dataset.chart, c.dataset.yRange])"))
+    assert ranges["injection_rate"] == "0,1" and ranges["calls"] == "0,1.2"
+    shoot(page, "8b-fresh-project-charts")
     page.close()
 
     # The demo project named with this key: the API refuses every request the page makes.

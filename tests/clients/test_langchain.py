@@ -102,3 +102,34 @@ def test_ainvoke_uses_the_async_client_or_the_sync_one(haki: HakiClient, haki_se
 def test_a_retriever_without_a_client_says_so():
     with pytest.raises(ValueError, match="needs a client"):
         HakiRetriever(subject_id=DEMO_SUBJECT).invoke(QUERY)
+
+
+def test_the_subject_and_settings_come_from_the_calls_config(haki: HakiClient,
+                                                             haki_server: Server):
+    """One retriever (or a chain holding it) serves every subject: ``configurable`` wins."""
+    retriever = HakiRetriever(client=haki, subject_id="nobody-by-default", purpose="default")
+    ana = f"lc-{uuid.uuid4().hex[:10]}"
+    haki.record_fact(ana, "preferred_city", "Porto")
+    config = {"configurable": {"subject_id": ana, "purpose": "per_call", "budget_tokens": 300,
+                               "thread_id": "ignored"}}
+    found = retriever.invoke("Which city?", config=config)
+    assert [d.page_content for d in found] == ["preferred city: Porto"]
+    trace = haki.inspect(found[0].metadata["trace_id"])
+    assert (trace.subject_id, trace.purpose, trace.budget_tokens) == (ana, "per_call", 300)
+    assert retriever.invoke("Which city?") == []  # the retriever's own subject knows nothing
+    # Through a chain, and asynchronously (thread and async client alike).
+    chain = retriever | (lambda docs: [d.page_content for d in docs])
+    assert chain.invoke("Which city?", config=config) == ["preferred city: Porto"]
+
+    async def both() -> tuple[list[Document], list[Document]]:
+        threaded = await HakiRetriever(client=haki).ainvoke("Which city?", config=config)
+        async with AsyncHakiClient(haki_server.url, haki_server.key) as client:
+            native = await HakiRetriever(async_client=client).ainvoke("Which city?",
+                                                                      config=config)
+        return threaded, native
+
+    threaded, native = asyncio.run(both())
+    assert [d.page_content for d in threaded] == [d.page_content for d in native] == [
+        "preferred city: Porto"]
+    with pytest.raises(ValueError, match="needs a subject"):
+        HakiRetriever(client=haki).invoke("Which city?")

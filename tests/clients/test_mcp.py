@@ -22,7 +22,8 @@ QUERY = "Which language should we use when writing to Marie about her invoice?"
 HAKI_MCP = str(Path(sys.executable).parent / "haki-mcp")
 #: The service's command line running the same server.
 HAKI_CLI_MCP = [sys.executable, "-m", "haki_local.cli", "mcp"]
-READ_TOOLS = {"recall", "inspect", "list_facts", "list_conflicts"}
+READ_TOOLS = {"recall", "inspect", "list_facts", "list_conflicts", "list_episodes",
+              "list_subjects"}
 WRITE_TOOLS = {"remember", "record_fact", "forget", "resolve_conflict"}
 
 
@@ -74,9 +75,8 @@ def test_recall_and_inspect_over_stdio(haki_server: Server):
     assert text(recalled).endswith(f"trace_id: {data['trace_id']}")
 
     _, [inspected, missing] = run(env, [
-        ("inspect", {"trace_id": data["trace_id"], "subject_id": DEMO_SUBJECT}),
-        ("inspect", {"trace_id": "3fdb9157-2449-4afe-a59b-5c5b0c621f5a",
-                     "subject_id": DEMO_SUBJECT})])
+        ("inspect", {"trace_id": data["trace_id"]}),  # trace ids are unique: no subject
+        ("inspect", {"trace_id": "3fdb9157-2449-4afe-a59b-5c5b0c621f5a"})])
     trace = inspected.structured_content
     assert not inspected.is_error and trace["query"] == QUERY
     assert trace["purpose"] == "support_reply" and trace["token_count"] == data["token_count"]
@@ -275,12 +275,49 @@ def test_haki_mcp_says_what_is_missing(command: list[str]):
     done = subprocess.run(command, env=without_haki_settings(), capture_output=True, text=True,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and done.stdout == ""
-    assert "HAKI_API_KEY and HAKI_PROJECT_ID" in done.stderr and "--help" in done.stderr
+    assert "set HAKI_API_KEY (" in done.stderr and "--help" in done.stderr
 
 
-def test_haki_mcp_needs_the_project(haki_server: Server):
-    env = {**without_haki_settings(), "HAKI_API_KEY": haki_server.key}
-    done = subprocess.run([HAKI_MCP], env=env, capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
-    assert done.returncode == 2 and "HAKI_PROJECT_ID" in done.stderr
-    assert "HAKI_API_KEY" not in done.stderr.split("(")[0]
+def test_haki_mcp_needs_no_project_the_key_names_it(haki_server: Server):
+    env = {"HAKI_URL": haki_server.url, "HAKI_API_KEY": haki_server.key}
+    _, [recalled, subjects] = run(env, [
+        ("recall", {"subject_id": DEMO_SUBJECT, "query": QUERY}),
+        ("list_subjects", {"limit": 200})])
+    assert not recalled.is_error and recalled.structured_content["trace_id"]
+    assert not subjects.is_error
+    listed = {s["subject_id"]: s for s in subjects.structured_content["subjects"]}
+    assert listed[DEMO_SUBJECT]["facts"] > 0 and listed[DEMO_SUBJECT]["last_activity_at"]
+
+
+def test_remember_twice_stores_one_event_and_episodes_are_listed_and_searched(
+        haki_server: Server):
+    who = f"mcp-{uuid.uuid4().hex[:10]}"
+    said = ["Invoices go to Porto now.", "My mobile is the best number.",
+            "Please write in Portuguese."]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("remember", {"text": said[0]}), ("remember", {"text": said[0]}),
+        ("remember", {"text": said[1], "role": "user", "name": "Ana"}),
+        ("remember", {"text": said[1], "role": "user", "name": "Ana"}),
+        # Another moment is another event, even with the same words.
+        ("remember", {"text": said[0], "occurred_at": "2026-11-30T09:00:00Z"}),
+        ("remember", {"text": said[2]}),
+        ("list_episodes", {}), ("list_episodes", {"limit": 2}),
+        ("list_episodes", {"contains": "PORTO"}),
+        ("list_episodes", {"contains": "porto", "limit": 1}),
+        ("list_episodes", {"contains": "nowhere"}),
+    ]
+    _, results = run(settings(haki_server, HAKI_SUBJECT=who), calls)
+    assert not any(r.is_error for r in results), [text(r) for r in results if r.is_error]
+    first, again, message, message_again, dated, _ = (r.structured_content for r in results[:6])
+    assert again == {"event_id": first["event_id"], "deduplicated": True}
+    assert message_again == {"event_id": message["event_id"], "deduplicated": True}
+    assert not first["deduplicated"] and not dated["deduplicated"]
+    assert dated["event_id"] != first["event_id"]
+    everything, page, porto, one, nowhere = (r.structured_content for r in results[6:])
+    texts = [e["payload"]["text"] for e in everything["episodes"]]
+    assert sorted(texts) == sorted([said[0], said[1], said[0], said[2]])  # 4 events, not 6
+    assert everything["next_cursor"] is None
+    assert len(page["episodes"]) == 2 and page["next_cursor"]
+    assert [e["payload"]["text"] for e in porto["episodes"]] == [said[0], said[0]]
+    assert porto["searched"] == 4 and porto["next_cursor"] is None
+    assert len(one["episodes"]) >= 1 and nowhere["episodes"] == []

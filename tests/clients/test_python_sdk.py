@@ -4,6 +4,7 @@ against a scripted loopback server for retries, timeouts and fail-open."""
 import asyncio
 import json
 import logging
+import typing
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -109,8 +110,8 @@ def test_the_block_is_the_services_string_and_only_when_asked(haki: HakiClient,
 
 
 @pytest.mark.parametrize(("call", "family", "code", "status"), [
-    (lambda c: c.context(DEMO_SUBJECT, QUERY, budget_tokens=0), ValidationError,
-     "budget_exceeded", 422),
+    (lambda c: c.context(DEMO_SUBJECT, QUERY, budget_tokens=100_001), ValidationError,
+     "validation_error", None),
     (lambda c: c.context("", QUERY), ValidationError, "missing_scope", 422),
     (lambda c: c.context(DEMO_SUBJECT, QUERY, project_id=OTHER_PROJECT), PermissionDeniedError,
      "forbidden_scope", 403),
@@ -123,7 +124,8 @@ def test_errors_carry_the_stable_code(haki: HakiClient, call, family, code, stat
     with pytest.raises(family) as caught:
         call(haki)
     assert (caught.value.code, caught.value.status) == (code, status)
-    assert caught.value.request_id and caught.value.message
+    assert caught.value.message
+    assert caught.value.request_id or status is None  # None: refused before any request
     assert isinstance(caught.value, BadRequestError) and isinstance(caught.value, HakiError)
 
 
@@ -177,6 +179,18 @@ def test_async_client(haki_server: Server):
             with pytest.raises(HakiError) as caught:
                 await client.inspect(uuid.uuid4(), subject_id=DEMO_SUBJECT)
             assert caught.value.code == "trace_not_found"
+
+    asyncio.run(run())
+
+
+def test_the_health_checks(haki: HakiClient, haki_server: Server):
+    assert haki.health().status == "ok"
+    assert haki.health(ready=True).status == "ready"
+
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, "hk_unknown") as client:
+            # No key is needed: an unknown one is not even read.
+            assert (await client.health(ready=True)).status == "ready"
 
     asyncio.run(run())
 
@@ -628,5 +642,88 @@ def with_async_client(haki_server: Server,
         async with AsyncHakiClient(haki_server.url, haki_server.key,
                                    project_id=DEMO_PROJECT) as client:
             await body(client)
+
+    asyncio.run(run())
+
+
+# --------------------------------------------------------------------- the caller's mistakes
+
+
+@pytest.mark.parametrize("budget", [0, -5, "900", 1.5, True, 100_001])
+def test_a_bad_budget_is_refused_before_any_request(budget: object):
+    # A closed port: a request made would be a connection error, not this one.
+    with HakiClient(closed_port_url(), "hk_x", max_retries=0) as client:
+        error = error_of(lambda: client.context("s", "q", budget_tokens=budget))  # type: ignore[arg-type]
+    assert isinstance(error, ValidationError) and error.code == "validation_error"
+    assert "budget_tokens must be a whole number of tokens from 1 to 100,000" in error.message
+    assert repr(budget) in error.message and error.status is None
+
+
+def test_an_unknown_keyword_of_a_fact_is_named():
+    with HakiClient(closed_port_url(), "hk_x", max_retries=0) as client:
+        error = error_of(lambda: client.record_fact("s", "p", "v", confidnce=0.9))
+        wrong = error_of(lambda: client.record_fact("s", "p", "v", volatility="sometimes"))
+    assert error.code == "validation_error"
+    assert error.message == ("not a FactIn: unknown field 'confidnce' "
+                             "(did you mean 'confidence'?)")
+    assert wrong.message.startswith("not a FactIn: field 'volatility': Input should be")
+
+
+def test_an_empty_api_key_is_an_error_not_the_environments(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HAKI_API_KEY", "hk_" + "E" * 43)
+    for empty in ("", "  "):
+        with pytest.raises(ConfigurationError, match="api_key is empty"):
+            HakiClient("http://127.0.0.1:1", empty)
+        with pytest.raises(ConfigurationError, match="api_key is empty"):
+            AsyncHakiClient("http://127.0.0.1:1", empty)
+
+
+def test_the_literal_parameters_are_typed():
+    def options(function: object, name: str) -> set[str]:
+        """The values a ``Literal[...]`` (or ``Literal[...] | None``) parameter admits."""
+        hint = typing.get_type_hints(function)[name]
+        arms = typing.get_args(hint) if typing.get_origin(hint) is typing.Union else (hint,)
+        return {value for arm in arms for value in typing.get_args(arm)}
+
+    for cls in (HakiClient, AsyncHakiClient):
+        assert options(cls.forget, "mode") == {"disable", "enable", "delete"}
+        assert options(cls.list_facts, "status") == {
+            "candidate", "active", "superseded", "disputed", "disabled", "deleted"}
+        assert options(cls.set_fact_status, "status") == {
+            "candidate", "active", "superseded", "disputed", "disabled", "deleted"}
+        assert options(cls.list_conflicts, "status") == {"open", "resolved"}
+
+
+# --------------------------------------------------------------------- a key's own project
+
+
+def test_a_client_without_project_id_works_in_its_keys_project(haki_server: Server,
+                                                               clients_data_dir: Path):
+    project = f"sdk-own-{uuid.uuid4().hex[:8]}"
+    key, _ = create_key(clients_data_dir, "own", project, "--create-project")
+    with HakiClient(haki_server.url, key) as client:
+        assert client.list_subjects().subjects == []
+        for who in ("carol", "alice", "bob"):
+            client.record_fact(who, "preferred_language", "fr", confidence=0.95)
+        client.remember_event("alice", "Bonjour", idempotency_key="alice-hello")
+        answer = client.context("alice", "Which language does she speak?")
+        assert answer.served and answer.packet.facts[0].confidence == 0.95
+        # Trace ids are unique: inspect needs no subject.
+        trace = client.inspect(answer.trace_id)
+        assert (trace.project_id, trace.subject_id) == (project, "alice")
+        assert client.get_call(answer.trace_id).trace.trace_id == answer.trace_id
+        assert client.list_facts("alice").facts[0].confidence == 0.95
+        first = client.list_subjects(limit=2)
+        assert [(s.subject_id, s.facts, s.events) for s in first.subjects] == [
+            ("alice", 1, 1), ("bob", 1, 0)]
+        rest = client.list_subjects(cursor=first.next_cursor)
+        assert [s.subject_id for s in rest.subjects] == ["carol"] and rest.next_cursor is None
+
+    async def run() -> None:
+        async with AsyncHakiClient(haki_server.url, key) as client:
+            page = await client.list_subjects()
+            assert [s.subject_id for s in page.subjects] == ["alice", "bob", "carol"]
+            facts = await client.list_facts("bob", status="active")
+            assert facts.facts[0].confidence == 0.95
 
     asyncio.run(run())

@@ -1,7 +1,8 @@
-"""The TypeScript SDK as a consumer installs it: ``npm pack`` (which builds it), the tarball
-installed offline into a scratch project outside the checkout, then strict ``tsc`` over a
-consumer file (ES module) and a CommonJS one, a consumer with a misspelt field that must not
-compile, and node loading the package both with ``import`` and with ``require()``."""
+"""The TypeScript SDK as a consumer installs it: ``npm pack`` (which builds it) of a copy of
+its folder outside the checkout, the tarball installed offline into a scratch project, then
+strict ``tsc`` over a consumer file (ES module) and a CommonJS one, a consumer with a misspelt
+field that must not compile, and node loading the package both with ``import`` and with
+``require()``."""
 
 import json
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.clients.test_typescript_sdk import PACKAGE, ensure_installed
+from tests.tiers import ROOT
 
 TSC = PACKAGE / "node_modules" / "typescript" / "bin" / "tsc"
 
@@ -77,12 +79,15 @@ def run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``npm pack`` of the SDK (its ``prepare`` builds it)."""
+    """``npm pack`` (its ``prepack`` builds ``dist/``) of a copy of the SDK's folder outside
+    the repository, as a maintainer publishing it from anywhere would."""
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("Node.js 20+ and npm are needed for the TypeScript SDK's tests")
     ensure_installed()
+    copy = tmp_path_factory.mktemp("ts-sdk") / "typescript"
+    shutil.copytree(PACKAGE, copy, symlinks=True, ignore=shutil.ignore_patterns("dist"))
     packed = tmp_path_factory.mktemp("ts-pack")
-    done = run("npm", "pack", "--json", "--pack-destination", packed, cwd=PACKAGE)
+    done = run("npm", "pack", "--json", "--pack-destination", packed, cwd=copy)
     assert done.returncode == 0, done.stdout + done.stderr
     return packed / json.loads(done.stdout[done.stdout.index("["):])[0]["filename"]
 
@@ -103,7 +108,10 @@ def test_the_tarball_is_self_contained_and_licensed(consumer: Path):
     manifest = json.loads((installed / "package.json").read_text())
     assert manifest["license"] == "Apache-2.0" and "private" not in manifest
     assert manifest["repository"]["directory"] == "clients/typescript"
-    assert "Apache License" in (installed / "LICENSE").read_text()
+    assert (installed / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    # dist/ ships built: nothing runs when a consumer installs it (npm warns of such scripts).
+    assert not set(manifest.get("scripts", {})) & {
+        "preinstall", "install", "postinstall", "prepare"}
     # Every relative import of a shipped declaration file resolves inside the package.
     for declaration in (installed / "dist").rglob("*.d.ts"):
         for line in declaration.read_text().splitlines():
@@ -150,3 +158,8 @@ def test_the_tarball_holds_both_builds(tarball: Path):
                 f"package/dist/{build}/schema.d.ts"} <= names
     assert "package/dist/cjs/package.json" in names
     assert not any("node_modules" in name for name in names)
+
+
+def test_the_packages_license_is_the_repositorys():
+    """The package folder ships its own copy (``npm pack`` works from a copy of the folder)."""
+    assert (PACKAGE / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()

@@ -14,6 +14,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Any
 
+import psutil
 import psycopg
 import pytest
 
@@ -44,6 +45,18 @@ def create_key(data_dir: Path, org: str, project: str, *options: str) -> tuple[s
     key_id = re.search(r"^id:\s+(\S+)$", created, re.MULTILINE)
     assert key is not None and key_id is not None, created
     return key.group(1), key_id.group(1)
+
+
+def postgres_of(data_dir: Path) -> set[int]:
+    """The PostgreSQL processes serving ``data_dir``'s embedded server (postmaster and
+    backends); empty once it has stopped."""
+    pgdata = str((data_dir / "pg16").resolve())
+    found = set()
+    for process in psutil.process_iter(["name", "cmdline"]):
+        if process.info["name"] == "postgres" and pgdata in (process.info["cmdline"] or []):
+            found.add(process.pid)
+            found.update(child.pid for child in process.children())
+    return found
 
 
 @dataclass(frozen=True)

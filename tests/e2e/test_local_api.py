@@ -83,7 +83,7 @@ def test_every_error_code_over_http(client: Client, server: Server, data_dir: Pa
     # A trace id no call can have is the unknown id's 404, whatever its text.
     assert code(client.request("GET", f"/v1/inspect/nope?{_scope()}", key=server.key)) == (
         404, "trace_not_found")
-    assert code(client.request("GET", "/v1/stats/overview", key=server.key)) == (
+    assert code(client.request("GET", "/v1/stats/overview?project_id=", key=server.key)) == (
         422, "missing_scope")
     assert code(client.request("GET", "/v1/unknown", key=server.key)) == (404, "not_found")
 

@@ -111,3 +111,12 @@ def test_a_header_trickle_and_a_silent_connection_are_closed_by_the_server(
     # The server still answers a client that sends its request at once.
     reply = client.request("GET", "/v1/nothing-here", key=server.key)
     assert reply.status == 404
+
+
+def test_the_health_checks_answer_without_a_key(client: Client) -> None:
+    live = client.request("GET", "/v1/health")
+    assert (live.status, live.json) == (200, {"status": "ok"})
+    ready = client.request("GET", "/v1/health/ready")
+    assert (ready.status, ready.json) == (200, {"status": "ready"})
+    refused = client.request("DELETE", "/v1/health")
+    assert (refused.status, refused.json["error"]["code"]) == (405, "method_not_allowed")

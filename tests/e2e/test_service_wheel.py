@@ -23,6 +23,7 @@ import pytest
 
 from haki.settings import get_settings
 from haki_local.demo import DEMO_PROJECT, DEMO_SUBJECT
+from tests.e2e.conftest import postgres_of
 from tests.tiers import ROOT
 
 pytestmark = pytest.mark.slow
@@ -107,7 +108,8 @@ def test_haki_serve_keeps_its_state_in_the_working_directory(installed: Path, tm
             answer = json.loads(response.read())
     finally:
         server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
+        assert server.wait(timeout=60) == 0
+    assert postgres_of(tmp_path / ".haki") == set(), "Ctrl-C stops the database too"
     assert answer["trace_id"] and answer["block"].startswith("<haki_memory>")
     assert "preferred language" in answer["block"]
     state = tmp_path / ".haki"

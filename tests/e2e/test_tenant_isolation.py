@@ -1,11 +1,14 @@
 """Tenant isolation over HTTP: with two projects and two keys, nothing of project B is
-reachable with A's key through any endpoint or parameter (body, query string, path)."""
+reachable with A's key through any endpoint or parameter (body, query string, path): every
+route of the route table refuses B's project, B's ids are unknown under A's project, and B's
+memory is untouched by A's attempts."""
 
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
+from haki_aws.routes import ROUTES
 from haki_local.demo import DEMO_PROJECT, demo_document
 from tests.e2e.conftest import Client, Server, create_key
 
@@ -135,3 +138,90 @@ def test_the_consoles_reads_show_a_nothing_of_b(
                  f"/v1/stats/series?{theirs}", f"/v1/events?{theirs}"):
         reply = client.request("GET", path, key=server.key)
         assert (reply.status, reply.json["error"]["code"]) == (403, "forbidden_scope"), path
+
+
+@pytest.fixture(scope="module")
+def other_memory(client: Client, other_key: str) -> dict[str, str]:
+    """Ids of B's memory, read with B's key: an active fact, an open conflict set and one of
+    its facts, an event."""
+    scope = f"project_id={OTHER}&subject_id={OTHER_SUBJECT}"
+    facts = client.request("GET", f"/v1/facts?{scope}", key=other_key).json["facts"]
+    conflicts = client.request("GET", f"/v1/conflicts?{scope}", key=other_key).json["conflicts"]
+    events = client.request("GET", f"/v1/events?{scope}", key=other_key).json["events"]
+    assert facts and conflicts and events
+    return {"fact": facts[0]["id"], "conflict": conflicts[0]["id"],
+            "conflict_fact": conflicts[0]["facts"][0]["id"], "event": events[0]["id"]}
+
+
+def _probes(memory: dict[str, str], trace: str) -> dict[tuple[str, str], tuple[str, object]]:
+    """For every route: a request that names B's project (path with B's ids, body)."""
+    theirs = f"project_id={OTHER}&subject_id={OTHER_SUBJECT}"
+    scope = {"project_id": OTHER}
+    return {
+        ("POST", "/v1/context"): ("/v1/context", {
+            **scope, "subject_id": OTHER_SUBJECT, "query": "allergies ?"}),
+        ("GET", "/v1/inspect/{trace_id}"): (f"/v1/inspect/{trace}?{theirs}", None),
+        ("GET", "/v1/calls"): (f"/v1/calls?{theirs}", None),
+        ("GET", "/v1/calls/{trace_id}"): (f"/v1/calls/{trace}?{theirs}", None),
+        ("GET", "/v1/stats/overview"): (f"/v1/stats/overview?{theirs}", None),
+        ("GET", "/v1/stats/series"): (f"/v1/stats/series?{theirs}", None),
+        ("POST", "/v1/events"): ("/v1/events", {**scope, "events": [
+            {"subject_id": OTHER_SUBJECT, "kind": "note", "payload": {"text": "planted"}}]}),
+        ("POST", "/v1/facts"): ("/v1/facts", {**scope, "facts": [
+            {"subject_id": OTHER_SUBJECT, "predicate": "allergy", "value": "none",
+             "supersedes_id": memory["fact"]}]}),
+        ("GET", "/v1/facts"): (f"/v1/facts?{theirs}", None),
+        ("POST", "/v1/facts/{fact_id}/status"): (
+            f"/v1/facts/{memory['fact']}/status", {**scope, "status": "disabled"}),
+        ("GET", "/v1/conflicts"): (f"/v1/conflicts?{theirs}", None),
+        ("GET", "/v1/events"): (f"/v1/events?{theirs}", None),
+        ("POST", "/v1/conflicts/{conflict_id}/resolve"): (
+            f"/v1/conflicts/{memory['conflict']}/resolve",
+            {**scope, "keep_fact_id": memory["conflict_fact"]}),
+        ("POST", "/v1/forget"): ("/v1/forget", {
+            **scope, "subject_id": OTHER_SUBJECT, "mode": "delete"}),
+    }
+
+
+def test_every_route_refuses_bs_project_with_as_key(
+    client: Client, server: Server, other_memory: dict[str, str], other_trace: str
+) -> None:
+    probes = _probes(other_memory, other_trace)
+    assert set(probes) == {(r.method, r.path) for r in ROUTES}  # a new route needs its probe
+    for (method, _), (path, body) in probes.items():
+        reply = client.request(method, path, key=server.key, body=body)
+        assert (reply.status, reply.json["error"]["code"]) == (403, "forbidden_scope"), path
+        assert OTHER not in reply.json["error"]["message"] and OTHER_SUBJECT not in str(
+            reply.json)
+
+
+def test_bs_ids_under_as_project_are_unknown_and_b_is_untouched(
+    client: Client, server: Server, other_key: str, other_memory: dict[str, str]
+) -> None:
+    mine = {"project_id": DEMO_PROJECT}
+    fact, conflict = other_memory["fact"], other_memory["conflict"]
+    for path, body, expected in [
+        (f"/v1/facts/{fact}/status", {**mine, "status": "disabled"}, (404, "fact_not_found")),
+        (f"/v1/conflicts/{conflict}/resolve", {**mine, "keep_fact_id": fact},
+         (404, "conflict_not_found")),
+        ("/v1/forget", {**mine, "fact_id": fact, "mode": "delete"}, (404, "fact_not_found")),
+        ("/v1/forget", {**mine, "fact_id": fact, "mode": "disable"}, (404, "fact_not_found")),
+        ("/v1/facts", {**mine, "facts": [{"subject_id": OTHER_SUBJECT, "predicate": "p",
+                                          "value": "v", "source_event_ids": [
+                                              other_memory["event"]]}]},
+         (422, "unknown_reference")),
+        ("/v1/facts", {**mine, "facts": [{"subject_id": OTHER_SUBJECT, "predicate": "allergy",
+                                          "value": "v", "supersedes_id": fact}]},
+         (422, "unknown_reference")),
+    ]:
+        reply = client.request("POST", path, key=server.key, body=body)
+        assert (reply.status, reply.json["error"]["code"]) == expected, (path, reply.json)
+    own = f"project_id={DEMO_PROJECT}&subject_id={OTHER_SUBJECT}"
+    for path, field in [(f"/v1/facts?{own}", "facts"), (f"/v1/conflicts?{own}", "conflicts")]:
+        listed = client.request("GET", path, key=server.key).json[field]
+        assert not {item["id"] for item in listed} & {fact, conflict}, path
+    theirs = f"project_id={OTHER}&subject_id={OTHER_SUBJECT}"
+    assert fact in {f["id"] for f in client.request(
+        "GET", f"/v1/facts?{theirs}", key=other_key).json["facts"]}
+    assert conflict in {c["id"] for c in client.request(
+        "GET", f"/v1/conflicts?{theirs}", key=other_key).json["conflicts"]}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import functions.context.app as context_app
+import functions.health.app as health_app
 import functions.ingest.app as ingest_app
 import functions.inspect.app as inspect_app
 import functions.memory.app as memory_app
@@ -25,7 +26,7 @@ from haki_local.documents import MemoryDocument
 from haki_local.writer import MemoryWriter
 
 MODULES = {"context": context_app, "inspect": inspect_app, "stats": stats_app,
-           "ingest": ingest_app, "memory": memory_app}
+           "ingest": ingest_app, "memory": memory_app, "health": health_app}
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,22 @@ def test_missing_purpose_is_a_degraded_packet_not_an_error(
     assert any(w.startswith("missing_purpose") for w in answer.json["packet"]["warnings"])
 
 
+def test_a_call_without_project_id_is_served_in_the_keys_project(
+    invoke: Invoke, api_key: str, project_id: str, seeded: list[FactRecord]
+) -> None:
+    """A key is bound to one project: the body may leave ``project_id`` out."""
+    body = {k: v for k, v in _body(project_id, purpose="reply").items() if k != "project_id"}
+    answer = invoke("context", "POST", CONTEXT, key=api_key, body=body)
+    assert answer.status == 200, answer.json
+    assert answer.json["packet"]["facts"]
+    inspected = invoke("inspect", "GET", "/v1/inspect/{trace_id}", key=api_key,
+                       path_params={"trace_id": answer.json["trace_id"]}, query={})
+    assert inspected.status == 200, inspected.json
+    assert (inspected.json["project_id"], inspected.json["subject_id"]) == (project_id, "alice")
+    assert inspected.json["packet"] == answer.json["packet"]
+
+
 @pytest.mark.parametrize(("body", "code"), [
-    ({"subject_id": "alice", "query": "q"}, "missing_scope"),
     ({"project_id": "", "subject_id": "alice", "query": "q"}, "missing_scope"),
     ("PROJECT", "missing_scope"),  # placeholder: project given, subject missing
     ({"budget_tokens": 0}, "budget_exceeded"),

@@ -59,6 +59,22 @@ def test_inspect_of_an_id_no_call_can_have_is_the_unknown_ids_404(
     assert answer.json == unknown.json
 
 
+def test_inspect_needs_neither_project_nor_subject_but_a_wrong_subject_is_404(
+    invoke: Invoke, api_key: str, project_id: str, seeded: list[FactRecord]
+) -> None:
+    trace_id = _context(invoke, api_key, project_id)
+    for query in ({}, {"project_id": project_id}, {"subject_id": "alice"}):
+        found = invoke("inspect", "GET", INSPECT, key=api_key,
+                       path_params={"trace_id": trace_id}, query=query)
+        assert found.status == 200 and found.json["subject_id"] == "alice", query
+    detail = invoke("inspect", "GET", "/v1/calls/{trace_id}", key=api_key,
+                    path_params={"trace_id": trace_id}, query={})
+    assert detail.status == 200 and detail.json["texts"]
+    wrong = invoke("inspect", "GET", INSPECT, key=api_key, path_params={"trace_id": trace_id},
+                   query={"subject_id": "bob"})
+    assert (wrong.status, wrong.json["error"]["code"]) == (404, "trace_not_found")
+
+
 def test_inspect_of_another_projects_trace_is_404_even_with_that_projects_own_scope(
     invoke: Invoke, owner_db: Database, api_key: str, project_id: str, seeded: list[FactRecord]
 ) -> None:
@@ -75,8 +91,7 @@ def test_inspect_of_another_projects_trace_is_404_even_with_that_projects_own_sc
 
 
 @pytest.mark.parametrize(("trace_id", "query", "status", "code"), [
-    ("UUID", {"project_id": "P"}, 422, "missing_scope"),
-    ("UUID", {"subject_id": "alice"}, 422, "missing_scope"),
+    ("UUID", {"project_id": "", "subject_id": "alice"}, 422, "missing_scope"),
     ("UUID", {"project_id": "P", "subject_id": ""}, 422, "missing_scope"),
 ])
 def test_inspect_parameter_errors(
@@ -106,8 +121,9 @@ def test_overview_counts_calls_and_memory_of_the_keys_project(
 
 
 def test_overview_scope_errors(invoke: Invoke, api_key: str, project_id: str) -> None:
-    missing = invoke("stats", "GET", OVERVIEW, key=api_key, query=None)
-    assert (missing.status, missing.json["error"]["code"]) == (422, "missing_scope")
+    unnamed = invoke("stats", "GET", OVERVIEW, key=api_key, query=None)  # the key's project
+    named = invoke("stats", "GET", OVERVIEW, key=api_key, query={"project_id": project_id})
+    assert unnamed.status == 200 and unnamed.json == named.json
     other = invoke("stats", "GET", OVERVIEW, key=api_key, query={"project_id": "someone-else"})
     assert (other.status, other.json["error"]["code"]) == (403, "forbidden_scope")
     anonymous = invoke("stats", "GET", OVERVIEW, key=None, query={"project_id": project_id})

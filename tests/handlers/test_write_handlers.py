@@ -5,6 +5,7 @@ themselves are tested on the core (tests/integration/test_write_*) and over HTTP
 (tests/e2e/test_write_api.py)."""
 
 import json
+import unicodedata
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from haki.db import Database
 from haki.memory.api import MAX_EMBED_TOKENS
 from haki_aws.routes import BATCH_BODY_BYTES, BODY_BYTES, ROUTES
+from haki_local.admin import create_key
 from tests.handlers.conftest import Answer, Invoke
 
 WRITE_ROUTES = [r for r in ROUTES if r.function in ("ingest", "memory")]
@@ -235,3 +237,83 @@ def test_a_time_outside_the_accepted_range_is_422_naming_its_record_and_field(
         row = conn.execute(f"SELECT count(*) FROM {section} WHERE project_id = %s",
                            (project_id,)).fetchone()
     assert row == (0,)
+
+
+def test_both_spellings_of_a_subject_reach_its_one_memory(
+    invoke: Invoke, api_key: str, project_id: str
+) -> None:
+    """A subject written in NFC is listed and erased in NFD (the spelling a macOS keyboard
+    or a decomposing client sends): one name, one identity, no receipt of zero counts."""
+    nfc, nfd = "amélie", unicodedata.normalize("NFD", "amélie")
+    written = _call(invoke, "POST", "/v1/facts", api_key, body={"project_id": project_id, "facts": [
+        {"subject_id": nfc, "predicate": "préférence", "value": "thé"}]})
+    assert written.status == 201
+    listed = _call(invoke, "GET", "/v1/facts", api_key, query={
+        "project_id": project_id, "subject_id": nfd,
+        "predicate": unicodedata.normalize("NFD", "préférence")})
+    assert [f["subject_id"] for f in listed.json["facts"]] == [nfc]
+    erased = _call(invoke, "POST", "/v1/forget", api_key, body={
+        "project_id": project_id, "subject_id": nfd, "mode": "delete"})
+    assert erased.status == 200 and erased.json["counts"]["facts"] == 1
+    after = _call(invoke, "GET", "/v1/facts", api_key, query={
+        "project_id": project_id, "subject_id": nfc})
+    assert after.json["facts"] == []
+
+
+@pytest.mark.parametrize("predicate", ["ci\u200bty", "\u0441ity", "city\u202e"])
+def test_a_look_alike_of_a_predicate_is_refused(
+    invoke: Invoke, api_key: str, project_id: str, predicate: str
+) -> None:
+    answer = _call(invoke, "POST", "/v1/facts", api_key, body={"project_id": project_id, "facts": [
+        {"subject_id": "alice", "predicate": predicate, "value": "Lyon"}]})
+    assert _code(answer) == (422, "validation_error")
+    assert "facts[0]: field 'predicate'" in answer.json["error"]["message"]
+
+
+@pytest.mark.parametrize("when", [253402300799, 253402300799000, 1.7e9, "253402300799", True,
+                                  "2026-12-01T09:30:00", "2026-12-01"])
+def test_a_time_that_is_not_an_rfc_3339_string_is_refused(
+    invoke: Invoke, api_key: str, project_id: str, when: object
+) -> None:
+    """A number is not read as seconds or milliseconds by its size (9999-12-31 in seconds
+    was once stored as 1978), nor a time without its offset guessed: every time field."""
+    bodies = [
+        ("/v1/events", {"events": [{"subject_id": "alice", "kind": "note", "occurred_at": when}]},
+         "events[0]: field 'occurred_at'"),
+        ("/v1/events", {"subject_id": "alice", "messages": [
+            {"role": "user", "content": "hi", "occurred_at": when}]},
+         "messages[0]: field 'occurred_at'"),
+        ("/v1/facts", {"facts": [{"subject_id": "alice", "predicate": "city", "value": "Lyon",
+                                  "valid_from": when}]}, "facts[0]: field 'valid_from'"),
+    ]
+    for path, body, named in bodies:
+        answer = _call(invoke, "POST", path, api_key, body={"project_id": project_id, **body})
+        assert _code(answer) == (422, "validation_error"), (path, answer.json)
+        assert named in answer.json["error"]["message"]
+        assert "RFC 3339" in answer.json["error"]["message"]
+    calls = _call(invoke, "GET", "/v1/calls", api_key, query={
+        "project_id": project_id, "since": str(when)})
+    assert _code(calls) == (422, "validation_error")
+
+
+def test_message_ids_are_keyed_per_project(
+    invoke: Invoke, api_key: str, project_id: str, owner_db: Database
+) -> None:
+    """The same message (subject, message_id; or subject, speaker, content, moment) has one
+    id in its project, whatever the retry, and another in another project: an id tells
+    nothing about the message to whoever lacks the project's key."""
+    other = f"{project_id}-b"
+    other_key = create_key(owner_db, org_id="org-test", project_id=other, label="tests",
+                           create_project=True).key
+    messages = [{"role": "user", "content": "hello", "message_id": "m-1"},
+                {"role": "user", "content": "again", "occurred_at": "2026-12-01T09:30:00Z"}]
+
+    def ids(key: str, project: str) -> list[str]:
+        answer = _call(invoke, "POST", "/v1/events", key, body={
+            "project_id": project, "subject_id": "alice", "messages": messages})
+        assert answer.status == 201, answer.json
+        return [e["id"] for e in answer.json["events"]]
+
+    first = ids(api_key, project_id)
+    assert ids(api_key, project_id) == first  # a retry: the same ids
+    assert not set(ids(other_key, other)) & set(first)

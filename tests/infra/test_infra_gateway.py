@@ -55,14 +55,21 @@ def test_the_authorizer_is_the_key_function_cached_per_authorization_header(
 
 
 def test_every_method_uses_the_authorizer_and_is_metered(default: Synth) -> None:
+    """...but those of the public health paths, which need no key."""
     (authorizer_id, _) = _one(default, "AWS::ApiGateway::Authorizer")
     paths = default.resource_paths()
-    api, console = [], []
+    public_paths = {r.path for r in ROUTES if r.public}
+    api, console, public = [], [], []
     for method in default.resources("AWS::ApiGateway::Method").values():
         path = paths[method["Properties"]["ResourceId"]["Ref"]]
-        (console if path.startswith("/console") else api).append(method["Properties"])
+        group = console if path.startswith("/console") else (
+            public if path in public_paths else api)
+        group.append(method["Properties"])
     # Every route, and the ANY (405) method of every routed path.
-    assert len(api) == len(ROUTES) + len({r.path for r in ROUTES})
+    assert len(api) + len(public) == len(ROUTES) + len({r.path for r in ROUTES})
+    assert len(public) == 2 * len(public_paths)
+    for props in public:
+        assert props["AuthorizationType"] == "NONE" and not props.get("ApiKeyRequired")
     for props in api:
         assert props["AuthorizationType"] == "CUSTOM", props["HttpMethod"]
         assert props["AuthorizerId"] == {"Ref": authorizer_id}

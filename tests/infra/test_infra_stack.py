@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match
-from infra_synth import Synth
+from infra_synth import ROOT, Synth
 
 from haki.settings import Settings
 from haki_aws.routes import ROUTES
@@ -45,8 +45,9 @@ def test_cdk_nag_reports_no_unacknowledged_finding(synth: Synth) -> None:
 def test_functions_run_in_the_vpc_with_the_layer_of_their_architecture(synth: Synth) -> None:
     functions = _service_functions(synth)
     handlers = sorted(f["Properties"]["Handler"] for f in functions.values())
-    # context, inspect, stats, ingest, memory, the authorizer and the migration function.
-    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 7
+    # context, inspect, stats, ingest, memory, the authorizer, health and the migration
+    # function.
+    assert handlers == ["app.aggregate_handler"] + ["app.handler"] * 8
     layer_id, layer = _only(synth.resources("AWS::Lambda::LayerVersion"))
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     subnets = set(synth.resources("AWS::EC2::Subnet"))
@@ -214,12 +215,20 @@ def test_security_groups_allow_functions_to_proxy_to_database_only(synth: Synth)
 def test_api_is_built_from_the_route_table(synth: Synth) -> None:
     path_of = synth.resource_paths().__getitem__
 
+    public = {route.path for route in ROUTES if route.public}
     served = {}
     refused: dict[str, str] = {}
     for method in synth.resources("AWS::ApiGateway::Method").values():
         props = method["Properties"]
-        if path_of(props["ResourceId"]["Ref"]).startswith("/console"):
+        path = path_of(props["ResourceId"]["Ref"])
+        if path.startswith("/console"):
             continue  # the console's page and files (test_infra_console.py)
+        if path in public:  # the health checks: no key, no authorizer, no usage key
+            assert props["AuthorizationType"] == "NONE"
+            assert "AuthorizerId" not in props and not props.get("ApiKeyRequired")
+        else:
+            assert props["AuthorizationType"] == "CUSTOM"
+            assert props["ApiKeyRequired"] is True
         if props["HttpMethod"] == "ANY":
             # Every other method of a routed path: 405 with Allow, from a mock (no function).
             assert props["Integration"]["Type"] == "MOCK"
@@ -235,9 +244,9 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
         ]
         served[(props["HttpMethod"], path_of(props["ResourceId"]["Ref"]))] = function_id
         assert props["Integration"]["Type"] == "AWS_PROXY"
-        assert props["ApiKeyRequired"] is True
-        assert props["RequestParameters"] == {"method.request.header.Authorization": True}
-        assert "RequestValidatorId" in props
+        if path not in public:
+            assert props["RequestParameters"] == {"method.request.header.Authorization": True}
+            assert "RequestValidatorId" in props
     expected = {
         (route.method, route.path): synth.logical_id(synth.stack.functions[route.function].function)
         for route in ROUTES
@@ -247,6 +256,20 @@ def test_api_is_built_from_the_route_table(synth: Synth) -> None:
     for route in ROUTES:
         allowed.setdefault(route.path, []).append(route.method)
     assert refused == {path: f"'{', '.join(methods)}'" for path, methods in allowed.items()}
+
+
+def test_the_health_checks_need_no_key_and_run_in_a_small_function_of_their_own(
+        synth: Synth) -> None:
+    assert {(r.method, r.path) for r in ROUTES if r.public} == {
+        ("GET", "/v1/health"), ("GET", "/v1/health/ready")}
+    assert {r.function for r in ROUTES if r.public} == {"health"}
+    assert all(r.function != "health" for r in ROUTES if not r.public)
+    _, health = _function(synth, "health")
+    props = health["Properties"]
+    assert props["ReservedConcurrentExecutions"] <= 2
+    assert props["MemorySize"] <= 256
+    # It reaches the database through the proxy as the runtime role, like the API functions.
+    assert props["Environment"]["Variables"]["HAKI_DB_USER"] == "haki_app"
 
 
 def test_api_throttles_per_stage_and_per_key(synth: Synth) -> None:
@@ -353,6 +376,10 @@ def test_alarms_cover_errors_latency_throttles_database_and_proxy(synth: Synth) 
         "DatabaseConnections",
         "DatabaseConnectionsBorrowLatency",
         "ClientConnectionsSetupFailedAuth",
+        "FreeStorageSpace",
+        "FreeableMemory",
+        "DefaultPartitionRows",
+        "Invocations",
     } <= metrics
     (latency,) = [a for a in alarms if a["Properties"]["MetricName"] == "Duration"]
     assert latency["Properties"]["ExtendedStatistic"] == "p99"
@@ -361,6 +388,56 @@ def test_alarms_cover_errors_latency_throttles_database_and_proxy(synth: Synth) 
     per_function = [a for a in alarms if a["Properties"]["MetricName"] in ("Errors", "Throttles")]
     assert len(per_function) == 2 * len(synth.stack.functions)
     synth.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def _alarm_on(synth: Synth, metric: str) -> dict[str, Any]:
+    (alarm,) = [a["Properties"] for a in synth.resources("AWS::CloudWatch::Alarm").values()
+                if a["Properties"]["MetricName"] == metric]
+    return alarm
+
+
+def test_the_database_alarms_fire_when_storage_or_memory_run_low(synth: Synth) -> None:
+    instance_id, _ = _only(synth.resources("AWS::RDS::DBInstance"))
+    for metric, floor in (("FreeStorageSpace", 2 * 1024**3), ("FreeableMemory", 128 * 1024**2)):
+        alarm = _alarm_on(synth, metric)
+        assert alarm["Namespace"] == "AWS/RDS"
+        assert alarm["Dimensions"] == [
+            {"Name": "DBInstanceIdentifier", "Value": {"Ref": instance_id}}]
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("LessThanThreshold", floor)
+        assert alarm["Statistic"] == "Minimum"
+
+
+def test_rows_in_the_default_partition_raise_an_alarm_on_the_metric_the_rollup_emits(
+        synth: Synth) -> None:
+    from haki_aws.observability import NAMESPACE, SERVICE
+
+    alarm = _alarm_on(synth, "DefaultPartitionRows")
+    assert alarm["Namespace"] == NAMESPACE
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": SERVICE}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+def test_a_stopped_aggregation_raises_an_alarm(synth: Synth) -> None:
+    """No invocation of the rollup in three of its 5-minute intervals: no data is no run."""
+    aggregate_id, _ = _function(synth, "aggregate")
+    alarm = _alarm_on(synth, "Invocations")
+    assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": aggregate_id}}]
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("LessThanThreshold", 1)
+    assert alarm["Period"] == 15 * 60 and alarm["EvaluationPeriods"] == 1
+    assert alarm["TreatMissingData"] == "breaching"
+
+
+def test_the_docs_count_the_alarms_and_give_each_a_runbook_entry(synth: Synth) -> None:
+    alarms = synth.resources("AWS::CloudWatch::Alarm")
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    assert f"{len(alarms)} alarms" in deploy
+    operations = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^### `(<Function>\w+|\w+)`", operations, re.MULTILINE))
+    ids = {spec.id for spec in synth.stack.monitoring.specs}
+    assert len(ids) == len(alarms)
+    named = {i for i in ids if not i.endswith(("Errors", "Throttles"))}
+    # One entry per alarm; the per-function ones share two entries ("<Function>Errors").
+    assert named | {"<Function>Errors", "<Function>Throttles"} == headings
 
 
 def test_every_log_group_expires(synth: Synth) -> None:

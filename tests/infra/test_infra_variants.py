@@ -119,3 +119,14 @@ def test_the_scope_graph_task_can_be_left_unscheduled(aurora: Synth, rds_dev: Sy
                       for r in synth.resources("AWS::Events::Rule").values())
     assert schedules(rds_dev) == ["rate(5 minutes)"]
     assert schedules(aurora) == ["rate(1 hour)", "rate(15 minutes)"]
+
+
+def test_aurora_watches_each_instances_local_storage_and_the_rollup_at_its_own_rate(
+        aurora: Synth) -> None:
+    alarms = {a["Properties"]["MetricName"]: a["Properties"]
+              for a in aurora.resources("AWS::CloudWatch::Alarm").values()}
+    # The cluster volume grows by itself; what can fill is an instance's local storage.
+    assert "FreeStorageSpace" not in alarms
+    assert alarms["FreeLocalStorage"]["ComparisonOperator"] == "LessThanThreshold"
+    # Three missed runs of a 15-minute schedule.
+    assert alarms["Invocations"]["Period"] == 45 * 60

@@ -490,6 +490,26 @@ def test_neighbours_come_in_around_the_best_episode(
     assert [e.event_id for e in off.response.packet.episodes] == [turns[3]]
 
 
+def test_the_trace_provenance_is_a_forest(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    """Adjacent turns that are all near the query are each other's neighbours and all
+    sources: each recorded ``expanded_from`` points up the order, never round a cycle."""
+    turns = [seed.event("conversation.message", {"text": f"near turn {i}"},
+                        close(i, 0.1 + i / 20), occurred_at=NOW - timedelta(minutes=5 - i))
+             for i in range(4)]
+    config = replace(FUSED, neighbour_sources=4, use_text_arm=False)
+    result = ask("x", Q, budget=5000, config=config)
+    parent = {r["event_id"]: r["expanded_from"] for r in trace_rows(
+        owner_conn, result.response.trace_id) if r["event_id"] is not None}
+    assert set(turns) <= set(parent) and any(parent.values())
+    for start in parent:
+        path = [start]
+        while parent.get(path[-1]) is not None:
+            path.append(parent[path[-1]])
+            assert len(set(path)) == len(path), f"expanded_from cycle: {path}"
+
+
 def test_neighbours_of_a_source_beyond_the_nearest_events(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:

@@ -2,7 +2,11 @@
 and the scratch database it works in."""
 
 import json
+import re
+import subprocess
+import sys
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from haki.models import ContextPacket, PacketEpisode, PacketFact
 from haki.settings import Settings, get_settings
 from haki_local.cli import build_parser
 from haki_local.evaluation import (
+    ABLATION_LABELS,
     ABLATIONS,
     EvalQuery,
     carried,
@@ -24,6 +29,7 @@ from haki_local.evaluation import (
     evidence_sentence,
     load_labelled_set,
 )
+from haki_local.launch import local_env
 
 SCOPE = {"project_id": "eval-test", "subject_id": "camille"}
 LANG_EVENT, PARCEL_EVENT = uuid.uuid4(), uuid.uuid4()
@@ -185,3 +191,37 @@ def test_eval_is_a_cli_command() -> None:
     for bad in ("0", "900,x", "100001"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["eval", "set.json", "--budget", bad])
+
+
+def test_haki_eval_prints_a_short_table_in_plain_words(
+        tmp_path: Path, server_data_dir: Callable[[str], Path]) -> None:
+    labelled = _labelled(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "haki_local.cli", "eval", str(labelled), "--budget", "900,10",
+         "--misses"], env=local_env(server_data_dir("test-eval-")), capture_output=True,
+        text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = done.stdout
+    lines = table.splitlines()
+    assert lines[0] == ("labelled.json: 4 questions (3 with an answer in memory, 1 without), "
+                        "embedder " + Settings().embed_provider)
+    assert lines[2].split() == ["900", "tokens", "10", "tokens"]
+    rows = {cells[0]: cells[1:] for line in lines[3:]
+            if len(cells := re.split(r"\s{2,}", line.strip())) == 3}
+    # The tiny scope fits 900 tokens: everything expected is served.
+    assert rows["recall"][0] == "1.000" and rows["fully answered"][0] == "1.000"
+    # Facts only: the parcel episode, cited by no fact, is lost (2 of 3 questions).
+    assert rows["facts only, no episodes: recall"][0] == "0.667"
+    assert {f"{label}: recall" for label in ABLATION_LABELS.values()} <= set(rows)
+    assert "not fully answered at 10 tokens:" in table
+    assert "no-answer questions given facts" in table and "lower is better" in table
+    # Plain words only: no report key, no JSON.
+    assert not re.search(r"[a-z]_[a-z]|[{}]|\bseed\b", table)
+    assert len(lines) < 40
+    # The scratch database's migrations are not logged; the bars name no internal key either.
+    assert "applied migration" not in done.stderr and "no_vector_arm" not in done.stderr
+
+
+def test_every_ablation_has_a_plain_label_and_eval_takes_json() -> None:
+    assert set(ABLATION_LABELS) == set(ABLATIONS)
+    assert build_parser().parse_args(["eval", "set.json", "--json"]).json is True

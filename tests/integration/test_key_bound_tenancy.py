@@ -1,4 +1,4 @@
-"""The tenant boundary follows the API key (migration 0013), not a setting the runtime role
+"""The tenant boundary follows the API key (``haki_tenant``), not a setting the runtime role
 may write: set by hand, ``haki.project_id`` (or a made-up key hash, or a revoked key's) shows
 nothing; the roles hold only what their jobs need."""
 

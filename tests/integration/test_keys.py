@@ -5,6 +5,7 @@ the key; ``haki keys create --usage-plan-id`` puts the project's usage key in th
 
 import json
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -91,6 +92,10 @@ def test_scope_ids_are_bounded(owner_db: Database) -> None:
         create_key(owner_db, org_id="", project_id="p")
     with pytest.raises(ValidationFailed):
         create_key(owner_db, org_id="o", project_id="p" * 129)
+    # Ids the API could not name: another spelling of a name, an invisible character.
+    for project in (unicodedata.normalize("NFD", "projé"), "pro\u200bject", "p\x85"):
+        with pytest.raises(ValidationFailed, match="NFC"):
+            create_key(owner_db, org_id="o", project_id=project, create_project=True)
 
 
 def test_a_project_belongs_to_one_org_and_keys_follow_it(

@@ -54,6 +54,44 @@ def test_edited_applied_migration_is_refused(
         apply_migrations(urls[Role.OWNER], copied)
 
 
+def test_a_database_ahead_of_the_code_is_a_rollback_with_nothing_to_apply(
+    fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path, tmp_path: Path
+) -> None:
+    """The previous release deployed again over a schema its successor migrated."""
+    urls = fresh_database()
+    newer = tmp_path / "newer"
+    shutil.copytree(migrations_dir, newer)
+    (newer / "0999_newer_release.sql").write_text("CREATE TABLE newer_release (id int);\n")
+    apply_migrations(urls[Role.OWNER], newer)
+    assert apply_migrations(urls[Role.OWNER], migrations_dir) == []
+    with psycopg.connect(urls[Role.OWNER]) as conn:
+        assert conn.execute("SELECT to_regclass('newer_release')").fetchone() == (
+            "newer_release",)
+
+
+def test_a_history_with_a_hole_is_refused(
+    fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path, tmp_path: Path
+) -> None:
+    urls = fresh_database()
+    apply_migrations(urls[Role.OWNER], migrations_dir)
+    holed = tmp_path / "holed"
+    shutil.copytree(migrations_dir, holed)
+    (holed / "0002_facts_and_events.sql").unlink()
+    with pytest.raises(MigrationError, match="missing on disk"):
+        apply_migrations(urls[Role.OWNER], holed)
+    # Ahead of the code, yet lacking one of its files: diverged.
+    diverged = tmp_path / "diverged"
+    shutil.copytree(migrations_dir, diverged)
+    (diverged / "0998_elsewhere.sql").write_text("SELECT 1;\n")
+    (diverged / "0999_newer_release.sql").write_text("SELECT 1;\n")
+    apply_migrations(urls[Role.OWNER], diverged)
+    (diverged / "0998_elsewhere.sql").unlink()
+    (diverged / "0999_newer_release.sql").unlink()
+    (diverged / "0997_other_branch.sql").write_text("SELECT 1;\n")
+    with pytest.raises(MigrationError, match="diverged"):
+        apply_migrations(urls[Role.OWNER], diverged)
+
+
 def test_failed_migration_rolls_back_whole_file(
     fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path, copied: Path
 ) -> None:

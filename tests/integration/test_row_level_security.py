@@ -77,7 +77,7 @@ def test_stats_role_reads_calls_across_projects_and_no_memory_at_all(
     db_urls: dict[Role, str], two_projects: tuple[str, str], owner_conn: psycopg.Connection
 ) -> None:
     """The aggregation reads every project's context calls (what it rolls up) and nothing of
-    the tenants' memory (migration 0013)."""
+    the tenants' memory (``haki_tenant``)."""
     for project in two_projects:
         owner_conn.execute(
             "INSERT INTO context_calls (trace_id, project_id, subject_id, query, budget_tokens, "

@@ -192,7 +192,7 @@ def _index_scans(owner_url: str, names: list[str]) -> dict[str, int]:
 
 def test_the_nearest_facts_function_plans_each_call_with_its_scope(
         urls: dict[Role, str]) -> None:
-    """``haki_nearest_facts`` runs with custom plans (migration 0016): called again
+    """``haki_nearest_facts`` runs with custom plans (``force_custom_plan``): called again
     and again on one connection — past the five calls after which a cached plan may turn
     generic — the big subject's calls search its own graph, the other subject's the table's
     (index scan counters, flushed when the connection closes)."""

@@ -56,7 +56,7 @@ def test_call_and_trace_are_one_statement(logged_db: dict[Role, str]) -> None:
         decisions = owner.execute(
             "SELECT cardinality(ordinals) FROM context_traces").fetchall()
     assert result.candidates == 23
-    # One call row, one trace row holding the 23 decisions (migration 0014's compact trace).
+    # One call row, one trace row holding the 23 decisions (the compact trace).
     assert sorted((t, n) for t, n, _, _ in log) == [("context_calls", 1), ("context_traces", 1)]
     assert decisions == [(23,)]
     (_, _, tx1, started1), (_, _, tx2, started2) = log

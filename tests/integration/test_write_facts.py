@@ -236,7 +236,7 @@ def test_a_writer_waits_for_the_key_and_sees_the_fact_written_meanwhile(
     ({"status": "disputed"}, r"facts\[0\]: field 'status'"),
     ({"valid_from": "2025-02-01T00:00:00Z", "valid_to": "2025-01-01T00:00:00Z"},
      r"facts\[0\]: .*valid_to must be later"),
-    ({"valid_from": "2025-02-01T00:00:00"}, r"facts\[0\]: field 'valid_from': .*timezone"),
+    ({"valid_from": "2025-02-01T00:00:00"}, r"facts\[0\]: field 'valid_from': .*time zone"),
     ({"status": "candidate", "supersedes_id": str(uuid.UUID(int=1))},
      r"facts\[0\]: .*must be active"),
     ({"source_event_ids": ["nope"]}, r"facts\[0\]: field 'source_event_ids.0'"),

@@ -39,7 +39,7 @@ def _tables_with(owner: psycopg.Connection, column: str) -> list[str]:
 def _subject_rows(owner: psycopg.Connection, project_id: str, subject_id: str) -> dict[str, int]:
     """Rows of the subject in every table that has a subject_id column (whatever tables a
     later migration adds), and the decisions of its calls' traces (a trace row holds all the
-    decisions of one call and no subject_id since migration 0014)."""
+    decisions of one call and no subject_id)."""
     rows = {table: _count(owner, f"SELECT count(*) FROM {table} "
                                  "WHERE project_id = %s AND subject_id = %s",
                           (project_id, subject_id))
@@ -145,6 +145,25 @@ def test_disabling_a_subject_stops_serving_its_facts(writes: Writes) -> None:
     assert writes.count("erasure_receipts") == 0
     # Reversible: disabled → active.
     assert writes.status(new.id, "active").fact.status == "active"
+
+
+def test_disabling_a_subject_resolves_its_open_conflict_sets(writes: Writes) -> None:
+    """An open set holds active facts only: the subject's facts leave theirs when disabled,
+    the set is resolved (keeping its facts for the record); enabling the subject brings the
+    contradiction back as an open set."""
+    lyon = writes.fact("city", "Lyon")
+    nantes = writes.fact("city", "Nantes")
+    assert nantes.outcome == "conflict"
+    bob = [writes.fact("city", "Paris", subject_id="bob"),
+           writes.fact("city", "Rome", subject_id="bob")]
+    writes.forget(subject_id="alice", mode="disable")
+    assert writes.conflicts().conflicts == []
+    resolved = writes.conflicts(status="resolved").conflicts
+    assert [{f.id for f in c.facts} for c in resolved] == [{lyon.id, nantes.id}]
+    assert [c.id for c in writes.conflicts(subject_id="bob").conflicts] == [bob[1].conflict_id]
+    writes.forget(subject_id="alice", mode="enable")
+    reopened = writes.conflicts().conflicts
+    assert [{f.id for f in c.facts} for c in reopened] == [{lyon.id, nantes.id}]
 
 
 def test_a_disabled_subject_serves_nothing_of_itself_until_reenabled(writes: Writes) -> None:

@@ -15,7 +15,7 @@ from haki.memory.facts import LIST_FACTS
 from haki.memory.forget import ERASE_FACT, ERASE_SUBJECT
 from tests.integration.conftest import Writes, unit_vector
 
-#: Table privileges of haki_app: 0007's, plus what the write routes need (0010).
+#: Table privileges of haki_app: reading and writing memory, and what forget needs.
 RUNTIME_PRIVILEGES = {
     "facts": {"SELECT", "INSERT", "UPDATE", "DELETE"},
     "events": {"SELECT", "INSERT", "DELETE"},
@@ -157,7 +157,7 @@ def test_statements_reach_their_indexes_as_the_runtime_role(
         plan = "\n".join(row[0] for row in conn.execute(
             f"EXPLAIN {statement}", {"project_id": big_project, **params}))
     with connect(db_urls[Role.OWNER]) as owner:
-        # A day partition's index (migration 0014) stands for its partitioned parent index.
+        # A day partition's index stands for its partitioned parent index.
         for child, parent in owner.execute(
                 "SELECT c.relname, p.relname FROM pg_inherits AS i "
                 "JOIN pg_class AS c ON c.oid = i.inhrelid "

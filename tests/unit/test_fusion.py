@@ -3,12 +3,12 @@ list of facts and episodes, and the neighbour share of the best episodes."""
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import pytest
 
 from haki.assembler import DEFAULT_CONFIG
-from haki.assembler.candidates import EpisodeCandidate, FactCandidate
+from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.fusion import (
     ArmHit,
     NeighbourLink,
@@ -99,13 +99,45 @@ def test_a_neighbour_takes_its_best_source_and_shares_do_not_chain() -> None:
     base = {r.id: r.score for r in ranked}
     links = [NeighbourLink(weak.id, 1, between.id, between),
              NeighbourLink(strong.id, -1, between.id, between),
-             # strong is weak's neighbour too: its share comes from weak's own score only.
+             # strong is weak's neighbour too, but outranks it: no share flows up.
              NeighbourLink(weak.id, 2, strong.id, None)]
     result = {r.id: r for r in propagate(ranked, links, CONFIG)}
     assert result[between.id].expanded_from == strong.id
     assert result[between.id].score == pytest.approx(CONFIG.neighbour_share * base[strong.id])
-    assert result[strong.id].score == pytest.approx(
-        base[strong.id] + CONFIG.neighbour_share * base[weak.id] / 2)
+    assert result[strong.id].score == base[strong.id]
+    assert result[strong.id].expanded_from is None
+
+
+def _roots(ranked: list[Ranked]) -> dict[UUID, UUID]:
+    """Each row's root, following ``expanded_from`` (fails on a cycle)."""
+    parent = {r.id: r.expanded_from for r in ranked}
+    roots = {}
+    for start in parent:
+        seen, node = [start], start
+        while parent.get(node) is not None:
+            node = parent[node]  # type: ignore[assignment]
+            assert node not in seen, f"expanded_from cycle: {[*seen, node]}"
+            seen.append(node)
+        roots[start] = node
+    return roots
+
+
+def test_adjacent_sources_do_not_name_each_other() -> None:
+    """Two sources next to each other: the weaker takes the stronger's share, the stronger
+    takes nothing from the weaker, so the provenance is a forest."""
+    first, second, third = episode(), episode(), episode()
+    ranked = fuse([ArmHit(first, 1, None), ArmHit(second, 2, None), ArmHit(third, 3, None)],
+                  CONFIG)
+    links = [NeighbourLink(a.id, offset, b.id, None)
+             for a, b, offset in ((first, second, 1), (second, first, -1),
+                                  (second, third, 1), (third, second, -1),
+                                  (first, third, 2), (third, first, -2))]
+    result = propagate(ranked, links, CONFIG)
+    by_id = {r.id: r for r in result}
+    assert by_id[first.id].expanded_from is None
+    assert by_id[second.id].expanded_from == first.id
+    assert by_id[third.id].expanded_from in {first.id, second.id}
+    assert set(_roots(result).values()) == {first.id}
 
 
 def test_propagation_returns_the_list_best_first() -> None:

@@ -1,11 +1,15 @@
-"""Request bodies are parsed within bounds: nesting depth and integer length are refused
-before Python's parser recurses or converts (``haki.validation.loads_json``)."""
+"""Request bodies are parsed within bounds, in time linear in their size: a body over the
+largest limit is refused before parsing, integer length before conversion, nesting depth on
+the parsed value (``haki.validation.loads_json``)."""
 
 import json
+import time
 
 import pytest
 
-from haki.validation import MAX_INTEGER_DIGITS, MAX_JSON_DEPTH, loads_json
+from haki.errors import PayloadTooLarge
+from haki.validation import MAX_BODY_BYTES, MAX_INTEGER_DIGITS, MAX_JSON_DEPTH, loads_json
+from haki_aws.routes import BATCH_BODY_BYTES, ROUTES
 
 
 def _nested(depth: int) -> str:
@@ -39,3 +43,41 @@ def test_integers_are_bounded_in_length_floats_are_not_integers() -> None:
 def test_malformed_json_is_still_a_decode_error() -> None:
     with pytest.raises(json.JSONDecodeError):
         loads_json('{"a": ')
+
+
+def test_an_unterminated_string_of_escaped_quotes_is_refused_in_linear_time() -> None:
+    """The parse is one pass: 1 MiB of ``\\"`` pairs after an opening quote (the input a
+    regular expression once took quadratic time over, minutes at this size) is refused
+    at once."""
+    body = '{"a": "' + '\\"' * ((MAX_BODY_BYTES - 8) // 2)
+    assert MAX_BODY_BYTES - 8 <= len(body) <= MAX_BODY_BYTES
+    started = time.perf_counter()
+    with pytest.raises(json.JSONDecodeError, match="Unterminated string"):
+        loads_json(body)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_body_over_the_largest_limit_is_refused_before_parsing() -> None:
+    with pytest.raises(PayloadTooLarge, match=str(MAX_BODY_BYTES)):
+        loads_json("[" + " " * MAX_BODY_BYTES + "]")
+    with pytest.raises(PayloadTooLarge):
+        loads_json(b'"' + "é".encode() * (MAX_BODY_BYTES // 2) + b'"')
+
+
+def test_nesting_past_the_parsers_own_limit_is_a_decode_error() -> None:
+    """Deeper than Python's recursion limit: the parser's RecursionError is a refusal."""
+    with pytest.raises(json.JSONDecodeError, match="nested deeper"):
+        loads_json(_nested(200_000))
+    with pytest.raises(json.JSONDecodeError, match="nested deeper"):
+        loads_json('{"a": ' * 100 + "1" + "}" * 100)
+
+
+@pytest.mark.parametrize("text", ["NaN", "[Infinity]", '{"a": -Infinity}', "[1e999]"])
+def test_numbers_json_cannot_hold_are_refused(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError):
+        loads_json(text)
+
+
+def test_no_route_accepts_more_than_the_parser_does() -> None:
+    assert BATCH_BODY_BYTES == MAX_BODY_BYTES
+    assert max(route.max_body_bytes for route in ROUTES) == MAX_BODY_BYTES

@@ -90,3 +90,14 @@ def test_another_method_is_405_only_to_an_authorized_caller(
     allowed = client.delete("/v1/context", headers={"Authorization": "Bearer good"})
     assert allowed.status_code == 405 and allowed.headers["Allow"] == "POST"
     assert recorder.handled == []
+
+
+def test_the_health_checks_skip_the_authorizer_as_the_deployed_api_does(
+        client: TestClient, recorder: Recorder) -> None:
+    for path in ("/v1/health", "/v1/health/ready"):
+        assert client.get(path).status_code == 200
+        assert client.get(path, headers={"Authorization": "Bearer bad"}).status_code == 200
+    assert recorder.authorized == [] and len(recorder.handled) == 4
+    other = client.post("/v1/health", json={})
+    assert other.status_code == 405 and other.headers["Allow"] == "GET"
+    assert recorder.authorized == []

@@ -97,6 +97,8 @@ def _request_models() -> dict[str, type]:
 
 
 def test_every_operation_is_named_tagged_and_requires_the_bearer_key() -> None:
+    """...but the health checks, which need no key (``Route.public``)."""
+    public = {(r.method.lower(), r.path) for r in ROUTES if r.public}
     document = build_openapi()
     schemes = document["components"]["securitySchemes"]
     declared_tags = {tag["name"] for tag in document["tags"]}
@@ -111,6 +113,10 @@ def test_every_operation_is_named_tagged_and_requires_the_bearer_key() -> None:
             names.append(name)
             (tag,) = operation.get("tags", [None])
             assert tag in declared_tags, where
+            if (method, path) in public:
+                assert operation["security"] == [], where
+                assert set(operation["responses"]) == {"200", "500", "503"}, where
+                continue
             assert operation.get("security"), where
             for requirement in operation["security"]:
                 (scheme,) = requirement

@@ -19,8 +19,11 @@ def test_the_first_error_names_the_record_and_the_field() -> None:
     with pytest.raises(ValidationFailed) as raised:
         parse(FactsRequest, body)
     assert raised.value.message.startswith("facts[1]: field 'source_event_ids.0': ")
-    with pytest.raises(MissingScope, match=r"^field 'project_id' is required"):
-        parse(FactsRequest, {"facts": body["facts"]})
+    # No project: the key's (a key is bound to one); an empty one is a missing scope.
+    good = body["facts"][:1]
+    assert parse(FactsRequest, {"facts": good}).project_id is None
+    with pytest.raises(MissingScope, match=r"^field 'project_id'"):
+        parse(FactsRequest, {"project_id": "", "facts": good})
     assert ValidationFailed.from_errors([{"loc": (), "msg": "bad"}], "line 3").message == \
         "line 3: field '(record)': bad"
 

@@ -16,6 +16,7 @@ Retries: up to ``max_retries`` more attempts, after a "full jitter" exponential 
 Never on any other ``4xx``: the same request would get the same answer.
 """
 
+import difflib
 import json
 import logging
 import os
@@ -61,21 +62,26 @@ from haki_client.models import (
     FactStatusResponse,
     FactWritten,
     ForgetResponse,
+    Health,
     InspectResponse,
     MessageIn,
     ResolveResponse,
     StatsOverview,
     StatsSeries,
+    SubjectPage,
 )
 from haki_client.operations import (
     CALL,
     CONTEXT,
     FORGET,
+    HEALTH,
     INSPECT,
     LIST_CALLS,
     LIST_CONFLICTS,
     LIST_EVENTS,
     LIST_FACTS,
+    LIST_SUBJECTS,
+    READY,
     RESOLVE_CONFLICT,
     SET_FACT_STATUS,
     STATS_OVERVIEW,
@@ -96,6 +102,13 @@ DEFAULT_MAX_BACKOFF_S = 2.0
 #: The purpose a context call names unless told otherwise: a call without one is answered, but
 #: its packet warns ``missing_purpose`` and reads ``degraded``.
 DEFAULT_PURPOSE = "agent_context"
+
+#: A fact's lifecycle status, a conflict set's, and what ``forget`` does.
+FactStatus = Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
+ConflictStatus = Literal["open", "resolved"]
+ForgetMode = Literal["disable", "enable", "delete"]
+#: The largest ``budget_tokens`` the service takes.
+MAX_BUDGET_TOKENS = 100_000
 
 #: A timeout: seconds for every phase, an ``httpx.Timeout``, or ``None`` for the client's.
 TimeoutLike = float | httpx.Timeout | None
@@ -139,7 +152,11 @@ class _Policy:
         max_backoff: float, fail_open: bool,
     ) -> None:
         self.url = (url or os.environ.get("HAKI_URL") or DEFAULT_URL).rstrip("/")
-        key = api_key or os.environ.get("HAKI_API_KEY")
+        if api_key is not None and not api_key.strip():
+            # An explicit empty key is a mistake (an unset variable read into it), never a
+            # request to use another key from the environment.
+            raise error_for(CONFIGURATION_ERROR, "api_key is empty: pass the project's hk_ key")
+        key = api_key if api_key is not None else os.environ.get("HAKI_API_KEY")
         if not key:
             raise error_for(CONFIGURATION_ERROR,
                             "no API key: pass api_key= or set HAKI_API_KEY")
@@ -258,7 +275,7 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 Call = tuple[Operation, dict[str, Any]]
-#: A moment as a query parameter: an aware ``datetime``, or ISO 8601 text with a time zone.
+#: A moment as a query parameter: an aware ``datetime``, or RFC 3339 text with a time zone.
 Moment = datetime | str
 EventLike = EventIn | Mapping[str, Any]
 FactLike = FactIn | Mapping[str, Any]
@@ -274,7 +291,31 @@ def _record(model: type[Model], value: Model | Mapping[str, Any]) -> Model:
         return model.model_validate(value)
     except ModelError as exc:
         raise error_for(VALIDATION_ERROR,
-                        f"not a {model.__name__}: {exc.errors()[0]['msg']}") from None
+                        f"not a {model.__name__}: {_problem(model, exc)}") from None
+
+
+def _problem(model: type[BaseModel], exc: ModelError) -> str:
+    """The first problem of a record, naming its field (and the field meant, for a typo)."""
+    error = exc.errors()[0]
+    field = ".".join(str(part) for part in error["loc"]) or "(record)"
+    if error["type"] == "extra_forbidden":
+        near = difflib.get_close_matches(field, list(model.model_fields), n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        return f"unknown field {field!r}{hint}"
+    return f"field {field!r}: {error['msg']}"
+
+
+def _budget(budget_tokens: object) -> int | None:
+    """``budget_tokens`` as sent: a whole number of tokens, 1 to the service's maximum; any
+    other value is the caller's mistake, refused before a request is made."""
+    if budget_tokens is None:
+        return None
+    if (isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int)
+            or not 1 <= budget_tokens <= MAX_BUDGET_TOKENS):
+        raise error_for(VALIDATION_ERROR,
+                        f"budget_tokens must be a whole number of tokens from 1 to "
+                        f"{MAX_BUDGET_TOKENS:,}, not {budget_tokens!r}")
+    return budget_tokens
 
 
 def _keyed(event: EventIn) -> EventIn:
@@ -311,10 +352,11 @@ class _Routes:
         # ``render`` is sent only when asked: a request without it is what it always was.
         return CONTEXT, {"body": {
             "project_id": self._scope(project_id), "subject_id": subject_id, "query": query,
-            "purpose": purpose, "budget_tokens": budget_tokens, "thread_id": thread_id,
-            "render": render or None}}
+            "purpose": purpose, "budget_tokens": _budget(budget_tokens),
+            "thread_id": thread_id, "render": render or None}}
 
-    def inspect(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
+    def inspect(self, trace_id: UUID | str, subject_id: str | None,
+                project_id: str | None) -> Call:
         return INSPECT, {"path": {"trace_id": trace_id}, "query": {
             "project_id": self._scope(project_id), "subject_id": subject_id}}
 
@@ -330,7 +372,8 @@ class _Routes:
         return LIST_CALLS, {"query": {**filters, "project_id": self._scope(project_id),
                                       "since": since, "until": until}}
 
-    def get_call(self, trace_id: UUID | str, subject_id: str, project_id: str | None) -> Call:
+    def get_call(self, trace_id: UUID | str, subject_id: str | None,
+                 project_id: str | None) -> Call:
         return CALL, {"path": {"trace_id": trace_id}, "query": {
             "project_id": self._scope(project_id), "subject_id": subject_id}}
 
@@ -345,6 +388,11 @@ class _Routes:
         return LIST_EVENTS, {"query": {
             "project_id": self._scope(project_id), "subject_id": subject_id,
             "thread_id": thread_id, "cursor": cursor, "limit": limit}}
+
+    def list_subjects(self, cursor: str | None, limit: int | None,
+                      project_id: str | None) -> Call:
+        return LIST_SUBJECTS, {"query": {
+            "project_id": self._scope(project_id), "cursor": cursor, "limit": limit}}
 
     def write_events(self, events: Sequence[EventLike], project_id: str | None) -> Call:
         records = [_keyed(_record(EventIn, e)).model_dump(mode="json", exclude_none=True)
@@ -365,18 +413,19 @@ class _Routes:
                    for f in facts]
         return WRITE_FACTS, {"body": {"project_id": self._scope(project_id), "facts": records}}
 
-    def list_facts(self, subject_id: str, status: str | None, predicate: str | None,
+    def list_facts(self, subject_id: str, status: FactStatus | None, predicate: str | None,
                    cursor: str | None, limit: int | None, project_id: str | None) -> Call:
         return LIST_FACTS, {"query": {
             "project_id": self._scope(project_id), "subject_id": subject_id, "status": status,
             "predicate": predicate, "cursor": cursor, "limit": limit}}
 
-    def set_fact_status(self, fact_id: UUID | str, status: str,
+    def set_fact_status(self, fact_id: UUID | str, status: FactStatus,
                         project_id: str | None) -> Call:
         return SET_FACT_STATUS, {"path": {"fact_id": fact_id}, "body": {
             "project_id": self._scope(project_id), "status": status}}
 
-    def list_conflicts(self, subject_id: str | None, status: str | None, cursor: str | None,
+    def list_conflicts(self, subject_id: str | None, status: ConflictStatus | None,
+                       cursor: str | None,
                        limit: int | None, project_id: str | None) -> Call:
         return LIST_CONFLICTS, {"query": {
             "project_id": self._scope(project_id), "subject_id": subject_id, "status": status,
@@ -387,10 +436,13 @@ class _Routes:
         return RESOLVE_CONFLICT, {"path": {"conflict_id": conflict_id}, "body": {
             "project_id": self._scope(project_id), "keep_fact_id": keep_fact_id}}
 
-    def forget(self, mode: str, subject_id: str | None, fact_id: UUID | str | None,
+    def forget(self, mode: ForgetMode, subject_id: str | None, fact_id: UUID | str | None,
                project_id: str | None) -> Call:
         return FORGET, {"body": {"project_id": self._scope(project_id), "mode": mode,
                                  "subject_id": subject_id, "fact_id": fact_id}}
+
+    def health(self, ready: bool) -> Call:
+        return (READY if ready else HEALTH), {}
 
 
 class CallFilters(TypedDict, total=False):
@@ -511,10 +563,11 @@ class HakiClient:
                 return self._policy.fallback(error, render)
             raise
 
-    def inspect(self, trace_id: UUID | str, *, subject_id: str,
+    def inspect(self, trace_id: UUID | str, *, subject_id: str | None = None,
                 project_id: str | None = None,
         timeout: TimeoutLike = None) -> InspectResponse:
-        """``GET /v1/inspect/{trace_id}``: the call and every decision of its trace."""
+        """``GET /v1/inspect/{trace_id}``: the call and every decision of its trace
+        (``subject_id`` is optional: trace ids are unique; given, it must be the call's)."""
         return self._call(*self._routes.inspect(trace_id, subject_id, project_id), timeout=timeout)
 
     def stats_overview(self, *, subject_id: str | None = None,
@@ -537,8 +590,8 @@ class HakiClient:
         keywords of :class:`CallFilters`; pass ``next_cursor`` on as ``cursor``."""
         return self._call(*self._routes.list_calls(filters, project_id), timeout=timeout)
 
-    def get_call(self, trace_id: UUID | str, *, subject_id: str, project_id: str | None = None,
-                 timeout: TimeoutLike = None) -> CallDetail:
+    def get_call(self, trace_id: UUID | str, *, subject_id: str | None = None,
+                 project_id: str | None = None, timeout: TimeoutLike = None) -> CallDetail:
         """``GET /v1/calls/{trace_id}``: one call's trace, ranking, the current text of each
         candidate and the rendered block."""
         return self._call(*self._routes.get_call(trace_id, subject_id, project_id),
@@ -552,6 +605,14 @@ class HakiClient:
         ``next_cursor`` on."""
         return self._call(*self._routes.list_events(subject_id, thread_id, cursor, limit,
                                                     project_id), timeout=timeout)
+
+    def list_subjects(self, *, cursor: str | None = None, limit: int | None = None,
+                      project_id: str | None = None,
+                      timeout: TimeoutLike = None) -> SubjectPage:
+        """``GET /v1/subjects``: a page of the project's subjects (by id, each with its counts
+        and last activity); pass ``next_cursor`` on."""
+        return self._call(*self._routes.list_subjects(cursor, limit, project_id),
+                          timeout=timeout)
 
     def write_events(self, events: Sequence[EventLike], *,
                      project_id: str | None = None,
@@ -604,7 +665,7 @@ class HakiClient:
                                 "value": value, **fields})
         return self.write_facts([fact], project_id=project_id, timeout=timeout).facts[0]
 
-    def list_facts(self, subject_id: str, *, status: str | None = None,
+    def list_facts(self, subject_id: str, *, status: FactStatus | None = None,
                    predicate: str | None = None, cursor: str | None = None,
                    limit: int | None = None, project_id: str | None = None,
         timeout: TimeoutLike = None) -> FactPage:
@@ -612,14 +673,15 @@ class HakiClient:
         return self._call(*self._routes.list_facts(subject_id, status, predicate, cursor,
                                                    limit, project_id), timeout=timeout)
 
-    def set_fact_status(self, fact_id: UUID | str, status: str, *,
+    def set_fact_status(self, fact_id: UUID | str, status: FactStatus, *,
                         project_id: str | None = None,
         timeout: TimeoutLike = None) -> FactStatusResponse:
         """``POST /v1/facts/{fact_id}/status``: move a fact along its lifecycle."""
         return self._call(*self._routes.set_fact_status(fact_id, status, project_id),
                           timeout=timeout)
 
-    def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
+    def list_conflicts(self, *, subject_id: str | None = None,
+                       status: ConflictStatus | None = None,
                        cursor: str | None = None, limit: int | None = None,
                        project_id: str | None = None,
         timeout: TimeoutLike = None) -> ConflictPage:
@@ -634,7 +696,7 @@ class HakiClient:
         return self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
                                                          project_id), timeout=timeout)
 
-    def forget(self, mode: str = "disable", *, subject_id: str | None = None,
+    def forget(self, mode: ForgetMode = "disable", *, subject_id: str | None = None,
                fact_id: UUID | str | None = None,
                project_id: str | None = None,
         timeout: TimeoutLike = None) -> ForgetResponse:
@@ -642,6 +704,11 @@ class HakiClient:
         ``delete`` (erasure, with a receipt)."""
         return self._call(*self._routes.forget(mode, subject_id, fact_id, project_id),
                           timeout=timeout)
+
+    def health(self, *, ready: bool = False, timeout: TimeoutLike = None) -> Health:
+        """``GET /v1/health`` (the API answers), or with ``ready=True``
+        ``GET /v1/health/ready`` (it reaches its database; 503 raises ``ServerError``)."""
+        return self._call(*self._routes.health(ready), timeout=timeout)
 
 
 class AsyncHakiClient:
@@ -708,7 +775,7 @@ class AsyncHakiClient:
                 return self._policy.fallback(error, render)
             raise
 
-    async def inspect(self, trace_id: UUID | str, *, subject_id: str,
+    async def inspect(self, trace_id: UUID | str, *, subject_id: str | None = None,
                       project_id: str | None = None,
         timeout: TimeoutLike = None) -> InspectResponse:
         return await self._call(*self._routes.inspect(trace_id, subject_id, project_id),
@@ -731,7 +798,7 @@ class AsyncHakiClient:
                          **filters: Unpack[CallFilters]) -> CallPage:
         return await self._call(*self._routes.list_calls(filters, project_id), timeout=timeout)
 
-    async def get_call(self, trace_id: UUID | str, *, subject_id: str,
+    async def get_call(self, trace_id: UUID | str, *, subject_id: str | None = None,
                        project_id: str | None = None,
                        timeout: TimeoutLike = None) -> CallDetail:
         return await self._call(*self._routes.get_call(trace_id, subject_id, project_id),
@@ -743,6 +810,12 @@ class AsyncHakiClient:
                           timeout: TimeoutLike = None) -> EventPage:
         return await self._call(*self._routes.list_events(subject_id, thread_id, cursor,
                                                           limit, project_id), timeout=timeout)
+
+    async def list_subjects(self, *, cursor: str | None = None, limit: int | None = None,
+                            project_id: str | None = None,
+                            timeout: TimeoutLike = None) -> SubjectPage:
+        return await self._call(*self._routes.list_subjects(cursor, limit, project_id),
+                                timeout=timeout)
 
     async def write_events(self, events: Sequence[EventLike], *,
                            project_id: str | None = None,
@@ -779,7 +852,7 @@ class AsyncHakiClient:
                                 "value": value, **fields})
         return (await self.write_facts([fact], project_id=project_id, timeout=timeout)).facts[0]
 
-    async def list_facts(self, subject_id: str, *, status: str | None = None,
+    async def list_facts(self, subject_id: str, *, status: FactStatus | None = None,
                          predicate: str | None = None, cursor: str | None = None,
                          limit: int | None = None, project_id: str | None = None,
         timeout: TimeoutLike = None) -> FactPage:
@@ -787,14 +860,15 @@ class AsyncHakiClient:
                                                          cursor, limit, project_id),
                                 timeout=timeout)
 
-    async def set_fact_status(self, fact_id: UUID | str, status: str, *,
+    async def set_fact_status(self, fact_id: UUID | str, status: FactStatus, *,
                               project_id: str | None = None,
         timeout: TimeoutLike = None) -> FactStatusResponse:
         return await self._call(*self._routes.set_fact_status(fact_id, status, project_id),
                                 timeout=timeout)
 
     async def list_conflicts(self, *, subject_id: str | None = None,
-                             status: str | None = None, cursor: str | None = None,
+                             status: ConflictStatus | None = None,
+                             cursor: str | None = None,
                              limit: int | None = None,
                              project_id: str | None = None,
         timeout: TimeoutLike = None) -> ConflictPage:
@@ -807,9 +881,12 @@ class AsyncHakiClient:
         return await self._call(*self._routes.resolve_conflict(conflict_id, keep_fact_id,
                                                                project_id), timeout=timeout)
 
-    async def forget(self, mode: str = "disable", *, subject_id: str | None = None,
+    async def forget(self, mode: ForgetMode = "disable", *, subject_id: str | None = None,
                      fact_id: UUID | str | None = None,
                      project_id: str | None = None,
         timeout: TimeoutLike = None) -> ForgetResponse:
         return await self._call(*self._routes.forget(mode, subject_id, fact_id, project_id),
                                 timeout=timeout)
+
+    async def health(self, *, ready: bool = False, timeout: TimeoutLike = None) -> Health:
+        return await self._call(*self._routes.health(ready), timeout=timeout)

@@ -17,6 +17,14 @@ its id, its ``kind`` (``fact`` or ``episode``) and the call's ``trace_id`` (for
 ``client.inspect``); with ``block=True`` the retriever returns one document, the rendered
 ``<haki_memory>`` block, ready for a prompt. An empty packet is no document.
 
+The subject (and ``purpose``, ``budget_tokens``, ``project_id``) may change per call, through
+LangChain's run configuration, so one retriever (or one chain holding it) serves every user:
+
+```python
+retriever = HakiRetriever(client=haki, purpose="support_reply")
+documents = retriever.invoke(question, config={"configurable": {"subject_id": "user-ana"}})
+```
+
 Haki does not extract facts from the conversation: write them with ``client.record_fact``.
 """
 
@@ -29,12 +37,17 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field
 
 from haki_client.client import AsyncHakiClient, HakiClient
 from haki_client.models import ContextResponse, PacketEpisode, PacketFact
 
-__all__ = ["HakiRetriever", "documents"]
+__all__ = ["CONFIGURABLE", "HakiRetriever", "documents"]
+
+#: The retriever's settings a call may give in ``config["configurable"]``.
+CONFIGURABLE = ("subject_id", "purpose", "budget_tokens", "thread_id", "project_id")
 
 
 def _value_text(value: Any) -> str:
@@ -76,14 +89,17 @@ class HakiRetriever(BaseRetriever):
     """Documents of one subject's memory for a query (``POST /v1/context``).
 
     ``client`` serves :meth:`invoke`, ``async_client`` :meth:`ainvoke` (without one,
-    ``ainvoke`` runs the sync client in a worker thread, as LangChain does by default).
+    ``ainvoke`` runs the sync client in a worker thread, as LangChain does by default). The
+    settings of :data:`CONFIGURABLE` given in a call's ``config["configurable"]`` override
+    the retriever's own for that call.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     client: HakiClient | None = None
     async_client: AsyncHakiClient | None = None
-    subject_id: str
+    #: None: each call names it (``config={"configurable": {"subject_id": …}}``).
+    subject_id: str | None = None
     #: Why the memory is asked for (recorded in the trace; without one the packet warns).
     purpose: str | None = "langchain_retriever"
     #: The budget in tokens; None: the service's default. It bounds the rendered block
@@ -96,22 +112,50 @@ class HakiRetriever(BaseRetriever):
     #: None: the client's project.
     project_id: str | None = None
 
+    def invoke(self, input: str, config: RunnableConfig | None = None,
+               **kwargs: Any) -> list[Document]:
+        return super().invoke(input, config, **_configured(config), **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> list[Document]:
+        return await super().ainvoke(input, config, **_configured(config), **kwargs)
+
+    def _call(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """The context call's settings: the retriever's, with this call's overrides."""
+        settings = {name: overrides.get(name, getattr(self, name)) for name in CONFIGURABLE}
+        if not settings["subject_id"]:
+            raise ValueError("HakiRetriever needs a subject: set subject_id, or pass "
+                             "config={'configurable': {'subject_id': ...}} to the call")
+        return settings
+
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **overrides: Any
     ) -> list[Document]:
         if self.client is None:
             raise ValueError("HakiRetriever needs a client (HakiClient) to run synchronously")
+        call = self._call(overrides)
         answer = self.client.context(
-            self.subject_id, query, purpose=self.purpose, budget_tokens=self.budget_tokens,
-            render=self.block, thread_id=self.thread_id, project_id=self.project_id)
+            call["subject_id"], query, purpose=call["purpose"],
+            budget_tokens=call["budget_tokens"], render=self.block,
+            thread_id=call["thread_id"], project_id=call["project_id"])
         return documents(answer, block=self.block)
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+        **overrides: Any
     ) -> list[Document]:
         if self.async_client is None:
-            return await super()._aget_relevant_documents(query, run_manager=run_manager)
+            return await run_in_executor(None, self._get_relevant_documents, query,
+                                         run_manager=run_manager.get_sync(), **overrides)
+        call = self._call(overrides)
         answer = await self.async_client.context(
-            self.subject_id, query, purpose=self.purpose, budget_tokens=self.budget_tokens,
-            render=self.block, thread_id=self.thread_id, project_id=self.project_id)
+            call["subject_id"], query, purpose=call["purpose"],
+            budget_tokens=call["budget_tokens"], render=self.block,
+            thread_id=call["thread_id"], project_id=call["project_id"])
         return documents(answer, block=self.block)
+
+
+def _configured(config: RunnableConfig | None) -> dict[str, Any]:
+    """The retriever's settings a call's ``config["configurable"]`` gives."""
+    configurable = (config or {}).get("configurable") or {}
+    return {name: configurable[name] for name in CONFIGURABLE if name in configurable}

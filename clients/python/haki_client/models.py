@@ -59,7 +59,10 @@ class ContextRequest(Model):
         extra="forbid",
     )
     budget_tokens: int = 900
-    project_id: str
+    project_id: str | None = None
+    """
+    The API key's project when absent (a key is bound to one project).
+    """
     purpose: str | None = None
     query: str
     render: bool = False
@@ -145,7 +148,7 @@ class FactStatusRequest(Model):
     model_config = ConfigDict(
         extra="forbid",
     )
-    project_id: str
+    project_id: str | None = None
     status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"]
 
 
@@ -182,7 +185,7 @@ class FactsRequest(Model):
         extra="forbid",
     )
     facts: list[FactIn]
-    project_id: str
+    project_id: str | None = None
 
 
 class FactsResponse(Model):
@@ -200,7 +203,7 @@ class ForgetRequest(Model):
     )
     fact_id: UUID | None = None
     mode: Literal["disable", "enable", "delete"]
-    project_id: str
+    project_id: str | None = None
     subject_id: str | None = None
 
 
@@ -210,6 +213,14 @@ class ForgetResponse(Model):
     mode: Literal["disable", "enable", "delete"]
     receipt_id: UUID | None
     target: Literal["subject", "fact"]
+
+
+class Health(Model):
+    """
+    ``ok``: the API answers; ``ready``: it reached its database too.
+    """
+
+    status: Literal["ok", "ready"]
 
 
 class MessageIn(Model):
@@ -268,7 +279,7 @@ class ResolveRequest(Model):
         extra="forbid",
     )
     keep_fact_id: UUID
-    project_id: str
+    project_id: str | None = None
 
 
 class ResolveResponse(Model):
@@ -322,6 +333,15 @@ class StatsSeries(Model):
     subject_id: str | None
 
 
+class SubjectView(Model):
+    disabled: bool
+    events: int
+    facts: int
+    last_activity_at: AwareDatetime
+    open_conflicts: int
+    subject_id: str
+
+
 class TraceDecision(Model):
     """
     One decision of the trace: what was decided for one candidate considered, and why.
@@ -364,7 +384,7 @@ class ContextPacket(ContextPacketModel):
 class ContextResponse(ContextResponseModel):
     block: str | None = None
     """
-    The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+    The packet as the prompt-ready <haki_memory> block: every memory text on one line, without control or invisible format characters, its angle brackets and their look-alikes replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
     """
     packet: ContextPacket
     token_count: int
@@ -392,7 +412,7 @@ class EventsRequest(Model):
     )
     events: list[EventIn] | None = None
     messages: list[MessageIn] | None = None
-    project_id: str
+    project_id: str | None = None
     subject_id: str | None = None
     thread_id: str | None = None
 
@@ -418,6 +438,11 @@ class InspectResponse(Model):
     subject_id: str
     token_count: int
     trace_id: UUID
+
+
+class SubjectPage(Model):
+    next_cursor: str | None
+    subjects: list[SubjectView]
 
 
 class CallDetail(Model):

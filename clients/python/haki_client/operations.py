@@ -25,11 +25,13 @@ from haki_client.models import (
     FactStatusResponse,
     ForgetRequest,
     ForgetResponse,
+    Health,
     InspectResponse,
     ResolveRequest,
     ResolveResponse,
     StatsOverview,
     StatsSeries,
+    SubjectPage,
 )
 
 
@@ -66,6 +68,8 @@ STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
                         query=("project_id", "subject_id", "thread_id", "cursor", "limit"))
+LIST_SUBJECTS = Operation("GET", "/v1/subjects", SubjectPage,
+                          query=("project_id", "cursor", "limit"))
 
 # The writes. Events are idempotent because the client gives every event an idempotency key
 # (haki_client.client): a replay returns the stored id. The others may have run when an
@@ -85,8 +89,13 @@ RESOLVE_CONFLICT = Operation("POST", "/v1/conflicts/{conflict_id}/resolve", Reso
 FORGET = Operation("POST", "/v1/forget", ForgetResponse, request=ForgetRequest,
                    idempotent=False)
 
+# The health checks (no key needed; the client sends its own anyway, unread).
+HEALTH = Operation("GET", "/v1/health", Health)
+READY = Operation("GET", "/v1/health/ready", Health)
+
 #: Every operation of the API; the drift test requires one per path and method of the document.
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
     LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
+    LIST_SUBJECTS, HEALTH, READY,
 )

@@ -14,15 +14,16 @@
 
 import {
   APIConnectionError, APITimeoutError, CONFIGURATION_ERROR, ConfigurationError, CONNECTION_ERROR,
-  errorFor, HakiError, UNEXPECTED_RESPONSE,
+  errorFor, HakiError, UNEXPECTED_RESPONSE, VALIDATION_ERROR, ValidationError,
 } from "./errors.js";
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
-  CallDetail, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery, ContextRequest,
-  ContextResponse, ContextResult, EventIn, EventPage, EventsQuery, EventsResponse, EventWritten,
-  FactIn, FactPage, FactsQuery, FactsResponse, FactStatusRequest, FactStatusResponse,
-  FactWritten, ForgetRequest, ForgetResponse, InProject, InspectQuery, InspectResponse,
-  MessageIn, ResolveResponse, SeriesQuery, StatsOverview, StatsQuery, StatsSeries,
+  CallDetail, CallOptions, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery,
+  ContextRequest, ContextResponse, ContextResult, EventIn, EventPage, EventsQuery,
+  EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatus,
+  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, Health, InProject,
+  InspectQuery, InspectResponse, MessageIn, ResolveResponse, SeriesQuery, StatsOverview,
+  StatsQuery, StatsSeries, SubjectPage, SubjectsQuery,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -30,6 +31,8 @@ export const DEFAULT_URL = "http://127.0.0.1:8787";
 /** The purpose a context call names unless told otherwise: a call without one is answered,
  * but its packet warns `missing_purpose` and reads "degraded". `purpose: null` sends none. */
 export const DEFAULT_PURPOSE = "agent_context";
+/** The largest `budget_tokens` the service takes. */
+export const MAX_BUDGET_TOKENS = 100_000;
 
 export interface Logger {
   warn(message: string): void;
@@ -38,11 +41,11 @@ export interface Logger {
 export interface HakiClientOptions {
   /** Default: `HAKI_URL`, else http://127.0.0.1:8787. */
   url?: string;
-  /** Default: `HAKI_API_KEY`; required. */
+  /** Default: `HAKI_API_KEY`; required. An empty string is an error, not the environment's. */
   apiKey?: string;
   /** The key's project, used when a call names none. Default: `HAKI_PROJECT_ID`. */
   projectId?: string;
-  /** Per attempt, in ms (default 10,000). */
+  /** Per attempt, in ms (default 10,000); each method's last argument may set its own. */
   timeoutMs?: number;
   /** More attempts after the first (default 2). */
   maxRetries?: number;
@@ -119,6 +122,9 @@ export class HakiClient {
 
   constructor(options: HakiClientOptions = {}) {
     this.url = (options.url ?? env("HAKI_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
+    if (options.apiKey !== undefined && !options.apiKey.trim()) {
+      throw new ConfigurationError(CONFIGURATION_ERROR, "apiKey is empty: pass the project's hk_ key");
+    }
     const key = options.apiKey ?? env("HAKI_API_KEY");
     if (!key) throw new ConfigurationError(CONFIGURATION_ERROR, "no API key: pass apiKey or set HAKI_API_KEY");
     this.apiKey = key;
@@ -139,9 +145,10 @@ export class HakiClient {
    * prompt-ready `<haki_memory>` block (`answer.block`, or {@link render}). `budget_tokens`
    * bounds that block, tags and headers included, whether or not it is asked for;
    * `thread_id` narrows the episodes to one conversation thread (facts stay the subject's). */
-  async context(request: InProject<ContextRequest>): Promise<ContextResult> {
+  async context(request: InProject<ContextRequest>, options: CallOptions = {}): Promise<ContextResult> {
     // `render` is sent only when asked: a request without it is what it always was.
     const { render: asked, purpose, ...rest } = request;
+    checkBudget(request.budget_tokens);
     try {
       const answer = await this.call<ContextResponse>(OPERATIONS.context, {
         body: {
@@ -149,7 +156,7 @@ export class HakiClient {
           purpose: purpose === undefined ? DEFAULT_PURPOSE : purpose,
           ...(asked ? { render: true } : {}),
         },
-      });
+      }, options);
       return { ...answer, served: true };
     } catch (error) {
       if (error instanceof HakiError && this.failsOpen(error)) {
@@ -160,65 +167,73 @@ export class HakiClient {
     }
   }
 
-  /** `GET /v1/inspect/{trace_id}`: the call and every decision of its trace. */
-  inspect(traceId: string, query: InProject<InspectQuery>): Promise<InspectResponse> {
+  /** `GET /v1/inspect/{trace_id}`: the call and every decision of its trace (`subject_id`
+   * is optional: trace ids are unique; given, it must be the call's). */
+  inspect(traceId: string, query: InProject<NonNullable<InspectQuery>> = {},
+          options: CallOptions = {}): Promise<InspectResponse> {
     return this.call(OPERATIONS.inspect, {
-      path: { trace_id: traceId },
-      query: { ...query, project_id: query.project_id ?? this.projectId },
-    });
+      path: { trace_id: traceId }, query: this.inProject(query),
+    }, options);
   }
 
   /** `GET /v1/stats/overview`: usage figures of the project (or one subject). */
-  statsOverview(query: Partial<StatsQuery> = {}): Promise<StatsOverview> {
-    return this.call(OPERATIONS.statsOverview, {
-      query: { ...query, project_id: query.project_id ?? this.projectId },
-    });
+  statsOverview(query: Partial<NonNullable<StatsQuery>> = {},
+                options: CallOptions = {}): Promise<StatsOverview> {
+    return this.call(OPERATIONS.statsOverview, { query: this.inProject(query) }, options);
   }
 
   /** `GET /v1/stats/series`: calls, injection rate, latency and tokens per hour or day over
    * the last `days` (the service's defaults: 7, "hour"). */
-  statsSeries(query: Partial<SeriesQuery> = {}): Promise<StatsSeries> {
-    return this.call(OPERATIONS.statsSeries, { query: this.inProject(query) });
+  statsSeries(query: Partial<SeriesQuery> = {}, options: CallOptions = {}): Promise<StatsSeries> {
+    return this.call(OPERATIONS.statsSeries, { query: this.inProject(query) }, options);
   }
 
   /** `GET /v1/calls`: a page of past context calls, newest first, filtered by subject, text
    * (`q`), status, warning, empty reason, purpose and time (`since`, `until`: a `Date` or ISO
    * 8601 text with a time zone); pass `next_cursor` on as `cursor`. */
-  listCalls(query: Partial<CallsQuery> = {}): Promise<CallPage> {
+  listCalls(query: Partial<CallsQuery> = {}, options: CallOptions = {}): Promise<CallPage> {
     const { since, until, ...rest } = query;
     return this.call(OPERATIONS.listCalls, {
       query: this.inProject({ ...rest, since: iso(since), until: iso(until) }),
-    });
+    }, options);
   }
 
   /** `GET /v1/calls/{trace_id}`: one call's trace, ranking, the current text of each
    * candidate and the rendered block. */
-  getCall(traceId: string, query: InProject<CallQuery>): Promise<CallDetail> {
-    return this.call(OPERATIONS.call, { path: { trace_id: traceId }, query: this.inProject(query) });
+  getCall(traceId: string, query: InProject<NonNullable<CallQuery>> = {},
+          options: CallOptions = {}): Promise<CallDetail> {
+    return this.call(OPERATIONS.call, { path: { trace_id: traceId }, query: this.inProject(query) },
+      options);
   }
 
   /** `GET /v1/events`: a page of the subject's episodes (of one thread, with `thread_id`),
    * newest first, those of one time in the order written; pass `next_cursor` on. */
-  listEvents(query: InProject<EventsQuery>): Promise<EventPage> {
-    return this.call(OPERATIONS.listEvents, { query: this.inProject(query) });
+  listEvents(query: InProject<EventsQuery>, options: CallOptions = {}): Promise<EventPage> {
+    return this.call(OPERATIONS.listEvents, { query: this.inProject(query) }, options);
+  }
+
+  /** `GET /v1/subjects`: a page of the project's subjects (by id, each with its counts and
+   * last activity); pass `next_cursor` on. */
+  listSubjects(query: Partial<SubjectsQuery> = {}, options: CallOptions = {}): Promise<SubjectPage> {
+    return this.call(OPERATIONS.listSubjects, { query: this.inProject(query) }, options);
   }
 
   /** `POST /v1/events`: store 1 to 100 episodes. An event without `id` or
    * `idempotency_key` gets a key of its own, so a retried batch is never stored twice. */
-  writeEvents(events: EventIn[], projectId?: string): Promise<EventsResponse> {
+  writeEvents(events: EventIn[], projectId?: string, options: CallOptions = {}): Promise<EventsResponse> {
     const keyed = events.map((e) => (e.id != null || e.idempotency_key != null
       ? e : { ...e, idempotency_key: `haki-client-${randomId()}` }));
     return this.call(OPERATIONS.writeEvents, {
       body: { project_id: projectId ?? this.projectId, events: keyed },
-    });
+    }, options);
   }
 
   /** One episode; `text` goes in `payload.text`. */
   async rememberEvent(event: Omit<EventIn, "payload"> & { text?: string; payload?: Record<string, unknown> },
-                      projectId?: string): Promise<EventWritten> {
+                      projectId?: string, options: CallOptions = {}): Promise<EventWritten> {
     const { text, payload, ...rest } = event;
     const body: EventIn = { ...rest, payload: { ...(payload ?? {}), ...(text !== undefined ? { text } : {}) } };
-    const written = await this.writeEvents([body], projectId);
+    const written = await this.writeEvents([body], projectId, options);
     return written.events[0] as EventWritten;
   }
 
@@ -233,7 +248,7 @@ export class HakiClient {
    * (now when not given, so only this call's own retries are recognised: writing it again
    * later stores it again). */
   writeMessages(subjectId: string, messages: MessageIn[],
-                options: { projectId?: string; threadId?: string } = {}): Promise<EventsResponse> {
+                options: { projectId?: string; threadId?: string } & CallOptions = {}): Promise<EventsResponse> {
     const now = Date.now();
     // Dated a millisecond apart, so that the conversation keeps its order.
     const dated = messages.map((m, i) => (m.id != null || m.message_id != null || m.occurred_at != null
@@ -243,57 +258,64 @@ export class HakiClient {
         project_id: options.projectId ?? this.projectId, subject_id: subjectId,
         ...(options.threadId !== undefined ? { thread_id: options.threadId } : {}), messages: dated,
       },
-    });
+    }, options);
   }
 
   /** `POST /v1/facts`: record 1 to 100 facts (created, reinforced, superseded or put in
    * conflict, by the service's rules). */
-  writeFacts(facts: FactIn[], projectId?: string): Promise<FactsResponse> {
+  writeFacts(facts: FactIn[], projectId?: string, options: CallOptions = {}): Promise<FactsResponse> {
     return this.call(OPERATIONS.writeFacts, {
       body: { project_id: projectId ?? this.projectId, facts },
-    });
+    }, options);
   }
 
-  async recordFact(fact: FactIn, projectId?: string): Promise<FactWritten> {
-    return (await this.writeFacts([fact], projectId)).facts[0] as FactWritten;
+  async recordFact(fact: FactIn, projectId?: string, options: CallOptions = {}): Promise<FactWritten> {
+    return (await this.writeFacts([fact], projectId, options)).facts[0] as FactWritten;
   }
 
-  /** `GET /v1/facts`: a page of the subject's facts; pass `next_cursor` on. */
-  listFacts(query: InProject<FactsQuery>): Promise<FactPage> {
-    return this.call(OPERATIONS.listFacts, { query: this.inProject(query) });
+  /** `GET /v1/facts`: a page of the subject's facts (`status`: a {@link FactStatus}); pass
+   * `next_cursor` on. */
+  listFacts(query: InProject<FactsQuery>, options: CallOptions = {}): Promise<FactPage> {
+    return this.call(OPERATIONS.listFacts, { query: this.inProject(query) }, options);
   }
 
   /** `POST /v1/facts/{fact_id}/status`: move a fact along its lifecycle. */
-  setFactStatus(factId: string, status: FactStatusRequest["status"],
-                projectId?: string): Promise<FactStatusResponse> {
+  setFactStatus(factId: string, status: FactStatus, projectId?: string,
+                options: CallOptions = {}): Promise<FactStatusResponse> {
     return this.call(OPERATIONS.setFactStatus, {
       path: { fact_id: factId }, body: { project_id: projectId ?? this.projectId, status },
-    });
+    }, options);
   }
 
   /** `GET /v1/conflicts`: a page of conflict sets. */
-  listConflicts(query: Partial<ConflictsQuery> = {}): Promise<ConflictPage> {
-    return this.call(OPERATIONS.listConflicts, { query: this.inProject(query) });
+  listConflicts(query: Partial<ConflictsQuery> = {}, options: CallOptions = {}): Promise<ConflictPage> {
+    return this.call(OPERATIONS.listConflicts, { query: this.inProject(query) }, options);
   }
 
   /** `POST /v1/conflicts/{conflict_id}/resolve`: keep one fact, supersede the rest. */
-  resolveConflict(conflictId: string, keepFactId: string,
-                  projectId?: string): Promise<ResolveResponse> {
+  resolveConflict(conflictId: string, keepFactId: string, projectId?: string,
+                  options: CallOptions = {}): Promise<ResolveResponse> {
     return this.call(OPERATIONS.resolveConflict, {
       path: { conflict_id: conflictId },
       body: { project_id: projectId ?? this.projectId, keep_fact_id: keepFactId },
-    });
+    }, options);
   }
 
-  /** `POST /v1/forget`: a subject or one fact; `disable` (reversible) or `delete` (erasure,
-   * with a receipt). */
-  forget(request: InProject<ForgetRequest>): Promise<ForgetResponse> {
+  /** `POST /v1/forget`: a subject or one fact; `mode` (a {@link ForgetMode}): `disable`
+   * (reversible), `enable` (undoes it) or `delete` (erasure, with a receipt). */
+  forget(request: InProject<ForgetRequest>, options: CallOptions = {}): Promise<ForgetResponse> {
     return this.call(OPERATIONS.forget, {
       body: { ...request, project_id: request.project_id ?? this.projectId },
-    });
+    }, options);
   }
 
-  private inProject<T extends { project_id?: string }>(query: T): Record<string, string | undefined> {
+  /** `GET /v1/health` (the API answers), or with `{ ready: true }` `GET /v1/health/ready`
+   * (it reaches its database; a 503 rejects with a `HakiError`). */
+  health(check: { ready?: boolean } = {}, options: CallOptions = {}): Promise<Health> {
+    return this.call(check.ready ? OPERATIONS.ready : OPERATIONS.health, {}, options);
+  }
+
+  private inProject<T extends { project_id?: string | null }>(query: T): Record<string, string | undefined> {
     const out: Record<string, string | undefined> = {};
     for (const [name, value] of Object.entries({ ...query, project_id: query.project_id ?? this.projectId })) {
       if (value !== undefined && value !== null) out[name] = String(value);
@@ -321,7 +343,7 @@ export class HakiClient {
     path?: Record<string, string>;
     query?: Record<string, string | null | undefined>;
     body?: Record<string, unknown>;
-  }): Promise<T> {
+  }, options: CallOptions = {}): Promise<T> {
     let target = op.path.replace(/\{(\w+)\}/g,
       (_, name: string) => encodeURIComponent(parts.path?.[name] ?? ""));
     const params = new URLSearchParams();
@@ -342,7 +364,8 @@ export class HakiClient {
       headers["Content-Type"] = "application/json";
     }
     for (let attempt = 0; ; attempt += 1) {
-      const outcome = await this.attempt(op, this.url + target, headers, body);
+      const outcome = await this.attempt(op, this.url + target, headers, body,
+        options.timeoutMs ?? this.timeoutMs);
       const last = attempt >= this.maxRetries;
       if (outcome.kind === "failure") {
         if (last || (outcome.sent && !op.idempotent)) {
@@ -365,10 +388,10 @@ export class HakiClient {
   }
 
   private async attempt(op: Operation, url: string, headers: Record<string, string>,
-                        body: string | undefined): Promise<Attempt> {
+                        body: string | undefined, timeoutMs: number): Promise<Attempt> {
     const controller = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.timeoutMs);
+    const timer = setTimeout(() => { timedOut = true; controller.abort(); }, timeoutMs);
     try {
       const init: RequestInit = { method: op.method, headers, signal: controller.signal };
       if (body !== undefined) init.body = body;
@@ -381,6 +404,16 @@ export class HakiClient {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** A budget the service would refuse (not a whole number from 1 to the maximum) is the
+ * caller's mistake: refused before any request, naming the value. */
+function checkBudget(budget: unknown): void {
+  if (budget === undefined) return;
+  if (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1 || budget > MAX_BUDGET_TOKENS) {
+    throw new ValidationError(VALIDATION_ERROR,
+      `budget_tokens must be a whole number of tokens from 1 to 100,000, not ${JSON.stringify(budget)}`);
   }
 }
 

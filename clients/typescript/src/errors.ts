@@ -24,6 +24,8 @@
 export const CONNECTION_ERROR = "connection_error";
 export const UNEXPECTED_RESPONSE = "unexpected_response";
 export const CONFIGURATION_ERROR = "configuration_error";
+/** A request the client refuses before sending it (the service's own code for the mistake). */
+export const VALIDATION_ERROR = "validation_error";
 
 /**
  * An error answer of the service, or no answer at all.

@@ -12,13 +12,15 @@
  * ```
  */
 
-export { DEFAULT_PURPOSE, DEFAULT_URL, emptyResult, HakiClient, render, VERSION } from "./client.js";
+export {
+  DEFAULT_PURPOSE, DEFAULT_URL, emptyResult, HakiClient, MAX_BUDGET_TOKENS, render, VERSION,
+} from "./client.js";
 export type { HakiClientOptions, Logger } from "./client.js";
 export {
   APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError, CONFIGURATION_ERROR,
   ConfigurationError, ConflictError, CONNECTION_ERROR, HakiError, NotFoundError,
   PermissionDeniedError, RateLimitError, ServerError, UNEXPECTED_RESPONSE,
-  UnexpectedResponseError, ValidationError,
+  UnexpectedResponseError, VALIDATION_ERROR, ValidationError,
 } from "./errors.js";
 export { OPERATIONS } from "./operations.js";
 export type { Operation, OperationName } from "./operations.js";

@@ -46,6 +46,10 @@ export const OPERATIONS = {
     method: "GET", path: "/v1/events", query: ["project_id", "subject_id", "thread_id", "cursor", "limit"],
     body: false, idempotent: true,
   },
+  listSubjects: {
+    method: "GET", path: "/v1/subjects", query: ["project_id", "cursor", "limit"],
+    body: false, idempotent: true,
+  },
   // The writes. Events are idempotent because the client gives every event an idempotency
   // key (a replay returns the stored id); the others may have run when an attempt times out.
   writeEvents: { method: "POST", path: "/v1/events", query: [], body: true, idempotent: true },
@@ -67,6 +71,9 @@ export const OPERATIONS = {
     idempotent: false,
   },
   forget: { method: "POST", path: "/v1/forget", query: [], body: true, idempotent: false },
+  // The health checks (no key needed; the client sends its own anyway, unread).
+  health: { method: "GET", path: "/v1/health", query: [], body: false, idempotent: true },
+  ready: { method: "GET", path: "/v1/health/ready", query: [], body: false, idempotent: true },
 } as const satisfies Record<string, Operation>;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -159,6 +159,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness: the API answers (no key) */
+        get: operations["getHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Readiness: the API reaches its database (no key) */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/inspect/{trace_id}": {
         parameters: {
             query?: never;
@@ -202,6 +236,23 @@ export interface paths {
         };
         /** Calls, latency, injection rate and tokens served over time (from the rollups) */
         get: operations["getStatsSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subjects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's subjects (those holding facts or events), by id */
+        get: operations["listSubjects"];
         put?: never;
         post?: never;
         delete?: never;
@@ -356,8 +407,11 @@ export interface components {
              * @default 900
              */
             budget_tokens: number;
-            /** Project Id */
-            project_id: string;
+            /**
+             * Project Id
+             * @description The API key's project when absent (a key is bound to one project).
+             */
+            project_id?: string | null;
             /** Purpose */
             purpose?: string | null;
             /** Query */
@@ -380,7 +434,7 @@ export interface components {
         ContextResponse: {
             /**
              * Block
-             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, its angle brackets replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
+             * @description The packet as the prompt-ready <haki_memory> block: every memory text on one line, without control or invisible format characters, its angle brackets and their look-alikes replaced by ‹ ›, so memory can neither close the block nor open another. Empty when the packet is empty. Present only when the request asked `render: true`.
              */
             block?: string;
             packet: components["schemas"]["ContextPacket"];
@@ -491,7 +545,7 @@ export interface components {
             /** Messages */
             messages?: components["schemas"]["MessageIn"][] | null;
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
             /** Subject Id */
             subject_id?: string | null;
             /** Thread Id */
@@ -543,7 +597,7 @@ export interface components {
         /** FactStatusRequest */
         FactStatusRequest: {
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
             /**
              * Status
              * @enum {string}
@@ -634,7 +688,7 @@ export interface components {
             /** Facts */
             facts: components["schemas"]["FactIn"][];
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
         };
         /** FactsResponse */
         FactsResponse: {
@@ -655,7 +709,7 @@ export interface components {
              */
             mode: "disable" | "enable" | "delete";
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
             /** Subject Id */
             subject_id?: string | null;
         };
@@ -682,6 +736,17 @@ export interface components {
              * @enum {string}
              */
             target: "subject" | "fact";
+        };
+        /**
+         * Health
+         * @description ``ok``: the API answers; ``ready``: it reached its database too.
+         */
+        Health: {
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "ok" | "ready";
         };
         /** InspectResponse */
         InspectResponse: {
@@ -803,7 +868,7 @@ export interface components {
              */
             keep_fact_id: string;
             /** Project Id */
-            project_id: string;
+            project_id?: string | null;
         };
         /** ResolveResponse */
         ResolveResponse: {
@@ -898,6 +963,31 @@ export interface components {
             /** Subject Id */
             subject_id: string | null;
         };
+        /** SubjectPage */
+        SubjectPage: {
+            /** Next Cursor */
+            next_cursor: string | null;
+            /** Subjects */
+            subjects: components["schemas"]["SubjectView"][];
+        };
+        /** SubjectView */
+        SubjectView: {
+            /** Disabled */
+            disabled: boolean;
+            /** Events */
+            events: number;
+            /** Facts */
+            facts: number;
+            /**
+             * Last Activity At
+             * Format: date-time
+             */
+            last_activity_at: string;
+            /** Open Conflicts */
+            open_conflicts: number;
+            /** Subject Id */
+            subject_id: string;
+        };
         /**
          * TraceDecision
          * @description One decision of the trace: what was decided for one candidate considered, and why.
@@ -949,8 +1039,8 @@ export type $defs = Record<string, never>;
 export interface operations {
     listCalls: {
         parameters: {
-            query: {
-                project_id: string;
+            query?: {
+                project_id?: string | null;
                 subject_id?: string | null;
                 /** @description text the query or the subject id contains (any case) */
                 q?: string | null;
@@ -960,9 +1050,9 @@ export interface operations {
                 /** @description why the packet was empty; served: calls whose packet was not */
                 empty_reason?: ("no_memory" | "no_relevant_memory" | "all_filtered") | "served" | null;
                 purpose?: string | null;
-                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 since?: string | null;
-                /** @description ISO 8601 with a time zone, e.g. 2026-12-01T00:00:00Z */
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 until?: string | null;
                 cursor?: string | null;
                 limit?: number;
@@ -1031,9 +1121,9 @@ export interface operations {
     };
     getCall: {
         parameters: {
-            query: {
-                project_id: string;
-                subject_id: string;
+            query?: {
+                project_id?: string | null;
+                subject_id?: string | null;
             };
             header?: never;
             path: {
@@ -1112,8 +1202,8 @@ export interface operations {
     listConflicts: {
         parameters: {
             query: {
-                project_id: string;
                 subject_id: string;
+                project_id?: string | null;
                 /** @description default: open */
                 status?: "open" | "resolved";
                 cursor?: string | null;
@@ -1394,8 +1484,8 @@ export interface operations {
     listEvents: {
         parameters: {
             query: {
-                project_id: string;
                 subject_id: string;
+                project_id?: string | null;
                 /** @description only the events of this conversation thread */
                 thread_id?: string | null;
                 cursor?: string | null;
@@ -1579,8 +1669,8 @@ export interface operations {
     listFacts: {
         parameters: {
             query: {
-                project_id: string;
                 subject_id: string;
+                project_id?: string | null;
                 /** @description default: active */
                 status?: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
                 predicate?: string | null;
@@ -1966,11 +2056,87 @@ export interface operations {
             };
         };
     };
+    getHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     inspectTrace: {
         parameters: {
-            query: {
-                project_id: string;
-                subject_id: string;
+            query?: {
+                project_id?: string | null;
+                subject_id?: string | null;
             };
             header?: never;
             path: {
@@ -2048,8 +2214,8 @@ export interface operations {
     };
     getStatsOverview: {
         parameters: {
-            query: {
-                project_id: string;
+            query?: {
+                project_id?: string | null;
                 subject_id?: string | null;
             };
             header?: never;
@@ -2116,8 +2282,8 @@ export interface operations {
     };
     getStatsSeries: {
         parameters: {
-            query: {
-                project_id: string;
+            query?: {
+                project_id?: string | null;
                 subject_id?: string | null;
                 /** @description window, in days up to now */
                 days?: number;
@@ -2137,6 +2303,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["StatsSeries"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listSubjects: {
+        parameters: {
+            query?: {
+                project_id?: string | null;
+                cursor?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubjectPage"];
                 };
             };
             /** @description unauthorized: missing, unknown or revoked API key */

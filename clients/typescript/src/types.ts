@@ -24,6 +24,8 @@ export type CallPage = Schemas["CallPage"];
 export type CallDetail = Schemas["CallDetail"];
 export type EventView = Schemas["EventView"];
 export type EventPage = Schemas["EventPage"];
+export type SubjectView = Schemas["SubjectView"];
+export type SubjectPage = Schemas["SubjectPage"];
 
 export type EventIn = Schemas["EventIn"];
 export type EventsRequest = Schemas["EventsRequest"];
@@ -48,6 +50,7 @@ export type ResolveRequest = Schemas["ResolveRequest"];
 export type ResolveResponse = Schemas["ResolveResponse"];
 export type ForgetRequest = Schemas["ForgetRequest"];
 export type ForgetResponse = Schemas["ForgetResponse"];
+export type Health = Schemas["Health"];
 
 export type InspectQuery = paths["/v1/inspect/{trace_id}"]["get"]["parameters"]["query"];
 export type StatsQuery = paths["/v1/stats/overview"]["get"]["parameters"]["query"];
@@ -59,6 +62,17 @@ export type CallsQuery = Omit<NonNullable<paths["/v1/calls"]["get"]["parameters"
   "since" | "until"> & { since?: string | Date | null; until?: string | Date | null };
 export type CallQuery = paths["/v1/calls/{trace_id}"]["get"]["parameters"]["query"];
 export type EventsQuery = NonNullable<paths["/v1/events"]["get"]["parameters"]["query"]>;
+export type SubjectsQuery = NonNullable<paths["/v1/subjects"]["get"]["parameters"]["query"]>;
+/** A fact's lifecycle status, a conflict set's, and what `forget()` does. */
+export type FactStatus = FactStatusRequest["status"];
+export type ConflictStatus = ConflictView["status"];
+export type ForgetMode = ForgetRequest["mode"];
+
+/** What every method takes last: `timeoutMs` bounds each attempt of this call alone (the
+ * client's `timeoutMs` otherwise). */
+export interface CallOptions {
+  timeoutMs?: number;
+}
 
 /** What `context()` resolves to: the service's answer, or — for a client created with
  * `failOpen: true` when the service is down — an empty packet with `trace_id: null` and
@@ -71,7 +85,8 @@ export type ContextResult = Omit<ContextResponse, "trace_id"> & {
 /** `T` with the fields `K` optional: the service gives them a default. */
 export type Defaulted<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
 
-/** A request made in the key's project unless it says otherwise. */
-export type InProject<T extends { project_id: string }> = Omit<T, "project_id"> & {
+/** A request made in the key's project unless it says otherwise (the service serves a
+ * request without `project_id` in the key's project). */
+export type InProject<T extends { project_id?: string | null }> = Omit<T, "project_id"> & {
   project_id?: string;
 };

@@ -52,9 +52,14 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.equal((await client.statsOverview({ subject_id: SUBJECT })).subject_id, SUBJECT);
   });
 
+  test("the health checks", async () => {
+    assert.deepEqual(await haki().health(), { status: "ok" });
+    assert.deepEqual(await haki().health({ ready: true }), { status: "ready" });
+  });
+
   test("errors carry the stable code", async () => {
     const client = haki();
-    assert.deepEqual(await codeOf(client.context({ subject_id: SUBJECT, query: QUERY, budget_tokens: 0 })), ["budget_exceeded", 422]);
+    assert.deepEqual(await codeOf(client.context({ subject_id: SUBJECT, query: QUERY, budget_tokens: 0 })), ["validation_error", null]);
     assert.deepEqual(await codeOf(client.context({ subject_id: "", query: QUERY })), ["missing_scope", 422]);
     assert.deepEqual(await codeOf(client.context({ project_id: "atelier-voyage", subject_id: SUBJECT, query: QUERY })), ["forbidden_scope", 403]);
     assert.deepEqual(await codeOf(client.inspect("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", { subject_id: SUBJECT })), ["trace_not_found", 404]);
@@ -175,6 +180,37 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
       () => client.listEvents({ project_id: "atelier-voyage", subject_id: who }),
     ]) {
       await assert.rejects(read(), (e) => e instanceof PermissionDeniedError && e.code === "forbidden_scope" && e.status === 403);
+    }
+  });
+
+  test("a client without a project works in its key's; subjects; inspect by trace id alone", async () => {
+    const saved = process.env.HAKI_PROJECT_ID;
+    delete process.env.HAKI_PROJECT_ID;
+    try {
+      const client = new HakiClient();
+      assert.equal(client.projectId, undefined);
+      const who = `ts-own-${Math.random().toString(16).slice(2, 12)}`;
+      await client.recordFact({ subject_id: who, predicate: "preferred_language", value: "fr", confidence: 0.95 });
+      const answer = await client.context({ subject_id: who, query: "Which language does she speak?" });
+      assert.equal(answer.packet.facts[0].confidence, 0.95);
+      const trace = await client.inspect(answer.trace_id);
+      assert.deepEqual([trace.project_id, trace.subject_id], [saved, who]);
+      assert.equal((await client.getCall(answer.trace_id)).trace.trace_id, answer.trace_id);
+      assert.equal((await client.listFacts({ subject_id: who, status: "active" })).facts[0].confidence, 0.95);
+      const seen = [];
+      let cursor;
+      do {
+        const page = await client.listSubjects({ limit: 3, ...(cursor ? { cursor } : {}) });
+        assert.ok(page.subjects.length <= 3);
+        seen.push(...page.subjects.map((s) => s.subject_id));
+        cursor = page.next_cursor;
+      } while (cursor);
+      assert.equal(new Set(seen).size, seen.length);
+      assert.ok(seen.includes(who) && seen.includes(SUBJECT));
+      const mine = (await client.listSubjects({ limit: 200 })).subjects.find((s) => s.subject_id === who);
+      assert.deepEqual([mine.facts, mine.events, mine.open_conflicts, mine.disabled], [1, 0, 0, false]);
+    } finally {
+      process.env.HAKI_PROJECT_ID = saved;
     }
   });
 
@@ -374,6 +410,41 @@ describe("retries, timeouts and fail-open", () => {
       assert.equal(s.requests.length, 2);
       assert.ok(performance.now() - started < 1000);
     } finally { await s.close(); }
+  });
+
+  test("a call can set its own timeout", async () => {
+    const s = await stub([{ ...OK, delayMs: 1000 }, { ...OK, delayMs: 1000 }]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p", timeoutMs: 30_000, maxRetries: 1, backoffMs: 10 });
+      const started = performance.now();
+      await assert.rejects(client.inspect("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", {}, { timeoutMs: 150 }),
+        (e) => e instanceof APITimeoutError && /timed out after 2 attempt/.test(e.message));
+      assert.ok(performance.now() - started < 900);
+      assert.equal(s.requests.length, 2);
+    } finally { await s.close(); }
+  });
+
+  test("a bad budget is refused before any request, naming the value", async () => {
+    const url = await closedPort();
+    const client = new HakiClient({ url, apiKey: "hk_x", maxRetries: 0 });
+    for (const budget of [0, -5, "900", 1.5, true, 100_001, Number.NaN]) {
+      await assert.rejects(client.context({ subject_id: "s", query: "q", budget_tokens: budget }),
+        (e) => e instanceof ValidationError && e.code === "validation_error" && e.status === null
+          && e.message.includes("budget_tokens must be a whole number of tokens from 1 to 100,000"));
+    }
+  });
+
+  test("an empty apiKey is an error, not the environment's", () => {
+    const saved = process.env.HAKI_API_KEY;
+    process.env.HAKI_API_KEY = `hk_${"E".repeat(43)}`;
+    try {
+      for (const empty of ["", "  "]) {
+        assert.throws(() => new HakiClient({ url: "http://127.0.0.1:1", apiKey: empty }),
+          (e) => e instanceof ConfigurationError && /apiKey is empty/.test(e.message));
+      }
+    } finally {
+      if (saved === undefined) delete process.env.HAKI_API_KEY; else process.env.HAKI_API_KEY = saved;
+    }
   });
 
   test("an answer that is not the API's JSON is unexpected_response", async () => {

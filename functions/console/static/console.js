@@ -111,15 +111,47 @@ async function api(path, query = {}, body = undefined) {
 }
 
 const number = (x, digits = 3) => (x === null || x === undefined ? "—" : Number(x).toFixed(digits));
-const when = (iso) => new Date(iso).toLocaleString(undefined, {
-  month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
-  hour12: false,
-});
-/** The time of day alone when it is today, else the day. */
-const whenShort = (iso) => (new Date(iso).toDateString() === new Date().toDateString()
-  ? new Date(iso).toLocaleTimeString(undefined, { hour12: false })
-  : new Date(iso).toLocaleDateString(undefined, { month: "2-digit", day: "2-digit" }));
+/** Every moment the console shows, in one format: `2026-12-05 09:41:07 UTC` (UTC, as the
+ * date filters are), in a <time> element carrying the exact instant. */
+const stamp = (iso) => `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC`;
+const when = (iso) => el("time", { datetime: iso, class: "when", text: stamp(iso) });
 const short = (id) => id.slice(0, 8);
+
+/** A stored value as a person reads it: text as it is; an object as `key: value` lines
+ * (nested keys joined with dots), a list of plain values joined with commas. */
+function readable(value, prefix = "") {
+  if (value === null || value === undefined) return prefix ? `${prefix}: —` : "—";
+  if (Array.isArray(value) && value.every((v) => v === null || typeof v !== "object")) {
+    const joined = value.map((v) => readable(v)).join(", ");
+    return prefix ? `${prefix}: ${joined}` : joined;
+  }
+  if (typeof value === "object") {
+    const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v]) : Object.entries(value);
+    if (entries.length === 0) return prefix ? `${prefix}: —` : "—";
+    return entries.map(([k, v]) => readable(v, prefix ? `${prefix}.${k}` : k)).join("\n");
+  }
+  return prefix ? `${prefix}: ${value}` : String(value);
+}
+
+/** A candidate's text as the service gives it (`predicate: value`, a structured value as
+ * JSON), with a structured value on `key: value` lines. */
+function candidateText(text) {
+  const match = /^([^:{}[\]]+): ([{[][^]*)$/.exec(text);
+  if (match) {
+    try {
+      return factText(match[1], JSON.parse(match[2]));
+    } catch {
+      // Not JSON after all: the text as it is.
+    }
+  }
+  return text;
+}
+
+/** A fact as `predicate: value`, its structured value on lines of its own. */
+const factText = (predicate, value) => {
+  const shown = readable(value);
+  return shown.includes("\n") ? `${predicate}:\n${shown}` : `${predicate}: ${shown}`;
+};
 
 // ------------------------------------------------------------------ the list of calls
 
@@ -173,12 +205,17 @@ function showCalls(params) {
       compareWith(call);
     };
     const row = el("tr", { "data-trace-id": call.trace_id, tabindex: "0" },
-      el("td", { class: "num", text: whenShort(call.created_at), title: call.created_at }),
-      el("td", { text: call.subject_id, title: call.subject_id }),
-      el("td", { class: "query", text: call.query, title: call.query },
-        ...call.warnings.map((w) => el("span", { class: "flag", text: w.split(":")[0] }))),
+      el("td", { class: "call" },
+        el("div", { class: "call-line" }, el("span", { class: "subject", text: call.subject_id, title: call.subject_id }),
+          el("span", { text: "·" }), when(call.created_at),
+          // One compact flag, so that the time stays whole; the codes are its tooltip.
+          call.warnings.length ? el("span", { class: "flag", text: `⚠ ${call.warnings.length}`,
+            title: call.warnings.map((w) => w.split(":")[0]).join(", "),
+            "aria-label": `warnings: ${call.warnings.map((w) => w.split(":")[0]).join(", ")}` }) : null),
+        el("div", { class: "query", text: call.query, title: call.query })),
       el("td", { class: "num", text: `${call.facts_served} · ${call.episodes_served}` }),
-      el("td", { class: "num", text: `${call.token_count} / ${call.budget_tokens}` }),
+      el("td", { class: "num tokens", text: `${call.token_count}/${call.budget_tokens}`,
+        title: `${call.token_count} tokens used of a budget of ${call.budget_tokens}` }),
       el("td", {}, el("button", { type: "button", class: "cmp", title: "Compare with the open call (c)",
         "aria-label": "Compare with the open call", text: "⇆", onclick: compare })));
     if (call.trace_id === selected) row.classList.add("selected");
@@ -191,7 +228,7 @@ function showCalls(params) {
     body.append(row);
   }
   if (listing.calls.length === 0) {
-    body.append(el("tr", {}, el("td", { colspan: "6", text: "No call matches." })));
+    body.append(el("tr", {}, el("td", { colspan: "4", text: "No call matches." })));
   }
   $("#older").hidden = !listing.cursor;
   status(`${listing.calls.length} call(s) listed${listing.cursor ? ", more older" : ""}`);
@@ -282,9 +319,9 @@ function showCall(data) {
   const meta = $("#call-meta");
   meta.replaceChildren();
   for (const [name, value] of [["subject", trace.subject_id], ["query", trace.query],
-    ["purpose", trace.purpose ?? "— (none given)"], ["at", trace.created_at],
+    ["purpose", trace.purpose ?? "— (none given)"], ["at", when(trace.created_at)],
     ["status", `${trace.packet.status}${trace.packet.empty_reason ? ` (${trace.packet.empty_reason})` : ""}`]]) {
-    meta.append(el("dt", { text: name }), el("dd", { text: value }));
+    meta.append(el("dt", { text: name }), typeof value === "string" ? el("dd", { text: value }) : el("dd", {}, value));
   }
   const share = trace.budget_tokens > 0 ? Math.min(1, trace.token_count / trace.budget_tokens) : 0;
   $("#budget .budget-label").textContent =
@@ -324,7 +361,7 @@ function showCall(data) {
     body.append(el("tr", { class: `decision ${decision.action}`, "data-action": decision.action, "data-id": id },
       el("td", { class: "num", text: decision.rank ?? "—" }),
       el("td", { class: "candidate" },
-        el("span", { class: "label", text: texts[id] ?? "(erased since)" }),
+        el("span", { class: "label", text: id in texts ? candidateText(texts[id]) : "(erased since)" }),
         el("span", { class: "id", text: note.join(" · ") })),
       el("td", { class: "decision" },
         el("span", { class: `badge ${decision.action}`, text: decision.action }),
@@ -334,10 +371,6 @@ function showCall(data) {
       ...columns.map(([, value]) => el("td", { class: "num", text: value(decision) })),
       el("td", { class: "num", text: decision.tokens ?? "—" }),
       el("td", { class: "num", text: decision.action === "included" ? String(packed) : "" })));
-  }
-  if (!budgetLineDrawn) {
-    body.append(budgetLine(`Budget line: ${trace.budget_tokens} tokens — everything that qualified ` +
-      `fit (${packed} packed, ${trace.budget_tokens - packed} left)`));
   }
 }
 
@@ -357,7 +390,8 @@ function changes(a, b) {
     if (served(y) && !served(x)) change = "entered";
     else if (served(x) && !served(y)) change = "left";
     else if (served(x) && served(y)) change = x.rank === y.rank ? "kept" : "moved";
-    return { id, x, y, change, text: b.texts[id] ?? a.texts[id] ?? "(erased since)" };
+    const text = b.texts[id] ?? a.texts[id];
+    return { id, x, y, change, text: text === undefined ? "(erased since)" : candidateText(text) };
   });
   const order = { entered: 0, left: 1, moved: 2, kept: 3, out: 4 };
   return rows.sort((p, q) => order[p.change] - order[q.change]);
@@ -367,9 +401,9 @@ function showCompare(a, b) {
   const head = (data, label) => el("div", { class: "call-head" },
     el("h3", { text: label }),
     el("p", { class: "q", text: data.trace.query }),
-    el("p", { class: "hint", text: `${data.trace.subject_id} · ${when(data.trace.created_at)} · ` +
-      `${data.trace.token_count}/${data.trace.budget_tokens} tokens · ${data.trace.packet.facts.length} facts, ` +
-      `${data.trace.packet.episodes.length} episodes` }),
+    el("p", { class: "hint" }, `${data.trace.subject_id} · `, when(data.trace.created_at),
+      ` · ${data.trace.token_count}/${data.trace.budget_tokens} tokens · ${data.trace.packet.facts.length} facts, ` +
+      `${data.trace.packet.episodes.length} episodes`),
     ...data.trace.packet.warnings.map((w) => el("p", { class: "warn", text: w })));
   $("#compare-heads").replaceChildren(head(a, "First call"), head(b, "Second call"));
   const side = (d) => (d === undefined ? el("td", { class: "absent", text: "not a candidate" })
@@ -397,12 +431,12 @@ function whyNot(fact, detail) {
       `${decision.rank == null ? "" : ` (rank ${decision.rank}, score ${number(decision.score, 4)})`}`;
   }
   const at = new Date(trace.created_at);
-  if (new Date(fact.recorded_from) > at) return `not in this call: recorded ${fact.recorded_from}, after the call`;
+  if (new Date(fact.recorded_from) > at) return `not in this call: recorded ${stamp(fact.recorded_from)}, after the call`;
   if (fact.status !== "active") {
     return `kept out before scoring: its status is ${fact.status} now (only active facts are candidates)`;
   }
-  if (fact.valid_to && new Date(fact.valid_to) <= at) return `kept out before scoring: valid only until ${fact.valid_to}`;
-  if (fact.valid_from && new Date(fact.valid_from) > at) return `kept out before scoring: valid from ${fact.valid_from}`;
+  if (fact.valid_to && new Date(fact.valid_to) <= at) return `kept out before scoring: valid only until ${stamp(fact.valid_to)}`;
+  if (fact.valid_from && new Date(fact.valid_from) > at) return `kept out before scoring: valid from ${stamp(fact.valid_from)}`;
   return "not retrieved: neither the vector arm nor the text arm ranked it among this call's candidates";
 }
 
@@ -421,7 +455,12 @@ async function showMemory(params) {
   const subject = params.get("subject");
   $("#memory-subject").textContent = subject ?? "";
   $("#memory-subject-input").value = subject ?? "";
-  if (!subject) return;
+  await showSubjects();
+  if (!subject) {
+    for (const id of ["#conflicts", "#fact-groups", "#episodes"]) $(id).replaceChildren();
+    $("#why-context").textContent = "Choose a subject below, or type its id.";
+    return;
+  }
   const trace = params.get("trace");
   const detail = trace ? await callDetail(trace, subject).catch(() => null) : null;
   $("#why-context").textContent = detail
@@ -432,19 +471,17 @@ async function showMemory(params) {
     api("events", { subject_id: subject, limit: 20 }),
     ...STATUSES.map((s) => allOf("facts", { subject_id: subject, status: s }, "facts"))]);
 
-  $("#conflicts").replaceChildren(...(conflicts.length ? conflicts.map((set) => el("div", { class: "conflict", "data-conflict-id": set.id },
-    el("p", { class: "hint", text: `${set.reason} · opened ${when(set.created_at)}` }),
-    el("ul", {}, ...set.facts.map((fact) => el("li", {},
-      el("span", { class: "label", text: `${fact.predicate}: ${JSON.stringify(fact.value)}` }),
-      el("button", { type: "button", class: "keep", "data-fact-id": fact.id, text: "Keep this one",
-        onclick: () => resolve(set.id, fact.id) })))))) : [el("p", { class: "hint", text: "No open conflict." })]));
+  const known = new Map(groups.flat().map((fact) => [fact.id, fact]));
+  $("#conflicts").replaceChildren(...(conflicts.length
+    ? conflicts.map((set) => conflictCard(set, known))
+    : [el("p", { class: "hint", text: "No open conflict." })]));
 
   $("#fact-groups").replaceChildren(...STATUSES.map((name, i) => el("details", { open: name === "active" ? "" : null, "data-status": name },
     el("summary", { text: `${name} (${groups[i].length})` }),
     el("table", { class: "facts" }, el("tbody", {}, ...groups[i].map((fact) => {
       const why = el("td", { class: "why" });
       return el("tr", { "data-fact-id": fact.id },
-        el("td", { class: "label", text: `${fact.predicate}: ${JSON.stringify(fact.value)}` }),
+        el("td", { class: "label", text: factText(fact.predicate, fact.value) }),
         el("td", { class: "num", text: `v${fact.version}` }),
         el("td", {}, el("button", { type: "button", class: "why-not", disabled: detail ? null : "",
           text: "Why not?", onclick: () => { why.textContent = whyNot(fact, detail); } })),
@@ -453,8 +490,63 @@ async function showMemory(params) {
 
   // Newest first, as listed: the events of one time in the reverse of the order written.
   $("#episodes").replaceChildren(...episodes.events.map((event) => el("li", { "data-thread": event.thread_id ?? null },
-    el("span", { class: "hint", text: `${when(event.occurred_at)} · ${event.kind}${event.thread_id ? ` · ${event.thread_id}` : ""} ` }),
-    el("span", { text: typeof event.payload.text === "string" ? event.payload.text : JSON.stringify(event.payload) }))));
+    el("span", { class: "hint" }, when(event.occurred_at), ` · ${event.kind}${event.thread_id ? ` · ${event.thread_id}` : ""} `),
+    el("span", { class: "payload", text: typeof event.payload.text === "string" ? event.payload.text : readable(event.payload) }))));
+}
+
+/** What a person needs to choose a fact of a conflict: its value, when it was recorded, from
+ * which sources and with what confidence. */
+function memberDetails(fact, full) {
+  if (!full) return "recorded —";
+  const sources = full.source_event_ids.length
+    ? `sources ${full.source_event_ids.map(short).join(", ")}` : "no source event";
+  const confidence = full.confidence == null ? "no confidence given" : `confidence ${full.confidence}`;
+  return `recorded ${stamp(full.recorded_from)} · ${sources} · ${confidence}`;
+}
+
+/** An open conflict: each fact with its details and a "Keep this one" that asks first. */
+function conflictCard(set, known) {
+  const confirm = el("div", { class: "confirm", role: "alertdialog", hidden: "" });
+  const ask = (fact) => {
+    const others = set.facts.length - 1;
+    confirm.replaceChildren(
+      el("p", { text: `Keep ${factText(fact.predicate, fact.value)} (${memberDetails(fact, known.get(fact.id))})? ` +
+        (others === 1 ? "The other fact of this conflict becomes superseded."
+          : `The other ${others} facts of this conflict become superseded.`) }),
+      el("button", { type: "button", class: "confirm-keep", onclick: () => resolve(set.id, fact.id) }, "Keep it, supersede the others"),
+      el("button", { type: "button", class: "cancel", onclick: () => { confirm.hidden = true; } }, "Cancel"));
+    confirm.hidden = false;
+    confirm.querySelector("button.cancel").focus();
+  };
+  return el("div", { class: "conflict", "data-conflict-id": set.id },
+    el("p", { class: "hint" }, `${set.reason} · opened `, when(set.created_at)),
+    el("ul", {}, ...set.facts.map((fact) => el("li", { "data-fact-id": fact.id },
+      el("div", {}, el("span", { class: "label", text: factText(fact.predicate, fact.value) }),
+        el("span", { class: "member", text: memberDetails(fact, known.get(fact.id)) })),
+      el("button", { type: "button", class: "keep", "data-fact-id": fact.id, text: "Keep this one…",
+        onclick: () => ask(fact) })))),
+    confirm);
+}
+
+const subjects = { rows: [], cursor: null };
+
+async function showSubjects(more = false) {
+  const page = await api("subjects", { cursor: more ? subjects.cursor : null, limit: PAGE });
+  subjects.rows = more ? [...subjects.rows, ...page.subjects] : page.subjects;
+  subjects.cursor = page.next_cursor;
+  const current = hashParams().get("subject");
+  $("#subjects tbody").replaceChildren(...(subjects.rows.length ? subjects.rows.map((s) => {
+    const row = el("tr", { "data-subject-id": s.subject_id, tabindex: "0", class: s.subject_id === current ? "selected" : "" },
+      el("td", { class: "subject", text: s.subject_id, title: s.disabled ? "disabled: nothing of it is served" : s.subject_id },
+        s.disabled ? el("span", { class: "flag", text: "disabled" }) : null),
+      el("td", { class: "num", text: String(s.facts) }), el("td", { class: "num", text: String(s.events) }),
+      el("td", { class: "num", text: String(s.open_conflicts) }), el("td", {}, when(s.last_activity_at)));
+    const open = () => navigate({ view: "memory", subject: s.subject_id, trace: null });
+    row.addEventListener("click", open);
+    row.addEventListener("keydown", (event) => { if (event.key === "Enter") open(); });
+    return row;
+  }) : [el("tr", {}, el("td", { colspan: "5", text: "No subject holds memory yet." }))]));
+  $("#more-subjects").hidden = !subjects.cursor;
 }
 
 async function resolve(conflictId, factId) {
@@ -482,12 +574,19 @@ async function showCharts(params) {
     const byStart = new Map(series.points.map((p) => [new Date(p.start).getTime() / 1000, p[field]]));
     return xs.map((x) => byStart.get(x) ?? null);
   };
-  const panels = [["Calls", ["calls"]], ["Latency p50 / p95 (ms)", ["latency_p50_ms", "latency_p95_ms"]],
-    ["Injection rate", ["injection_rate"]], ["Tokens served", ["tokens_served"]]];
+  // Counts as bars (a bucket is a count, and one bucket is still a bar), rates and latencies
+  // as lines with markers; every y axis starts at 0 with room above its highest value, the
+  // injection rate's runs 0–1. The project and the subject each have a colour of their own.
+  const panels = [["Calls", ["calls"], "bars"], ["Latency p50 / p95 (ms)", ["latency_p50_ms", "latency_p95_ms"], "line"],
+    ["Injection rate (share of calls served a fact)", ["injection_rate"], "rate"], ["Tokens served", ["tokens_served"], "bars"]];
   const names = { latency_p50_ms: "p50 ", latency_p95_ms: "p95 " };
-  // The whole window on the x axis, so that a single bucket is drawn where it lies in it.
-  const span = [new Date(whole.since).getTime() / 1000, Date.now() / 1000];
-  const colours = ["#3867d6", "#d64545", "#20bf6b", "#a55eea"];
+  // The whole window on the x axis, so that a single bucket is drawn where it lies in it,
+  // with room on each side for the bars of the first and the last bucket.
+  const [since, now] = [new Date(whole.since).getTime() / 1000, Date.now() / 1000];
+  const pad = Math.max(granularity === "day" ? 86_400 : 3_600, (now - since) * 0.05);
+  const span = [since - pad, now + pad];
+  const PROJECT_COLOURS = ["#3867d6", "#0b3d91"];
+  const SUBJECT_COLOURS = ["#e8590c", "#a61e4d"];
   for (const chart of charts.splice(0)) chart.destroy();
   const grid = $("#chart-grid");
   grid.replaceChildren();
@@ -496,24 +595,40 @@ async function showCharts(params) {
     return;
   }
   const width = Math.max(280, Math.min(560, grid.clientWidth / 2 - 24));
-  panels.forEach(([title, fields], i) => {
+  // The project's bar left of its bucket, the subject's right of it, side by side.
+  const bars = [uPlot.paths.bars({ size: [0.3, 10], align: -1 }),
+    uPlot.paths.bars({ size: [0.3, 10], align: 1 })];
+  for (const [title, fields, kind] of panels) {
     const box = el("div", { class: "chart", "data-chart": fields[0] }, el("h3", { text: title }));
     grid.append(box);
     const series = [{}];
     const data = [xs];
+    const style = (colour, dash, side) => (kind === "bars"
+      ? { stroke: colour, fill: `${colour}cc`, width: 1, paths: bars[side], points: { show: false } }
+      : { stroke: colour, width: 2, dash, points: { show: true, size: 8, fill: colour } });
     for (const [j, field] of fields.entries()) {
       const name = names[field] ?? "";
-      series.push({ label: `${name}project`, stroke: colours[(i + j) % 4], width: 2,
-        points: { show: true, size: 6 } });
+      series.push({ label: `${name}project`, ...style(PROJECT_COLOURS[j], undefined, 0) });
       data.push(of(whole, field));
       if (one) {
-        series.push({ label: `${name}${subject}`, stroke: colours[(i + j) % 4], dash: [4, 4], width: 2,
-          points: { show: true, size: 6 } });
+        series.push({ label: `${name}${subject}`, ...style(SUBJECT_COLOURS[j], [4, 4], 1) });
         data.push(of(one, field));
       }
     }
-    charts.push(new uPlot({ width, height: 180, series, scales: { x: { time: true, range: () => span } } }, data, box));
-  });
+    const highest = Math.max(0, ...data.slice(1).flat().filter((v) => v != null));
+    const y = kind === "rate" ? [0, 1] : [0, highest > 0 ? highest * 1.2 : 1];
+    Object.assign(box.dataset, { kind, yRange: y.join(",") });
+    // Rates in per cent; counts in whole steps (no "0.5 calls").
+    const counts = [1, 2, 5].flatMap((step) => [1, 10, 100, 1e3, 1e4, 1e5].map((scale) => step * scale))
+      .sort((a, b) => a - b);
+    const yAxis = kind === "rate" ? { values: (u, ticks) => ticks.map((t) => `${Math.round(t * 100)}%`) }
+      : kind === "bars" ? { incrs: counts } : {};
+    charts.push(new uPlot({
+      width, height: 180, series,
+      scales: { x: { time: true, range: () => span }, y: { range: () => y } },
+      axes: [{}, yAxis],
+    }, data, box));
+  }
 }
 
 // ------------------------------------------------------------------ views and wiring
@@ -598,6 +713,7 @@ $("#search").addEventListener("submit", (event) => {
   navigate(changes);
 });
 $("#older").addEventListener("click", () => olderCalls().catch((e) => status(e.message, true)));
+$("#more-subjects").addEventListener("click", () => showSubjects(true).catch((e) => status(e.message, true)));
 $("#memory-form").addEventListener("submit", (event) => {
   event.preventDefault();
   navigate({ view: "memory", subject: $("#memory-subject-input").value.trim() });

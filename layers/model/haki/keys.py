@@ -1,7 +1,7 @@
 """API keys: their shape, hashing and authentication.
 
 A key is ``hk_`` + 43 URL-safe characters (256 random bits). Only its sha256 is stored
-(``api_keys.key_hash``, migration 0003) with a short prefix for display; the clear key is
+(``api_keys.key_hash``) with a short prefix for display; the clear key is
 returned once, at creation. The runtime role has no privilege on ``api_keys``: it resolves a
 presented key through the ``haki_authenticate`` SECURITY DEFINER function, which returns only a
 live (unrevoked) key's identity, so revocation takes effect on the very next call. Create, list
@@ -36,7 +36,7 @@ class KeyIdentity:
     key_id: UUID
     org_id: str
     project_id: str
-    #: The key's sha256: what binds this caller's transactions to its project (migration 0013).
+    #: The key's sha256: what binds this caller's transactions to its project (``haki_tenant``).
     key_hash: str
 
 
@@ -65,7 +65,7 @@ class IdentityCache:
 
     Why it is safe: a key's identity (its id, org and project) never changes, only whether it
     is revoked — and that is checked again by every tenant transaction, in its first round
-    trip (the scope statement resolves the key through ``haki_tenant()``, migration 0013; a
+    trip (the scope statement resolves the key through ``haki_tenant()``; a
     revoked key is refused with 401 there, and row-level security shows it nothing). A hit
     therefore only saves the separate lookup round trip before routing. What a cached
     revoked key may still learn within ``ttl_s``: whether its request body was valid (422 is

@@ -3,6 +3,8 @@ memory document (``haki load``). The core passes these between layers; handlers 
 input into them and serialise them back out.
 """
 
+import re
+import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -12,6 +14,7 @@ from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
@@ -21,14 +24,34 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from haki.identities import canonical_identifier, canonical_predicate
+
 #: Bounds of the public contract (docs/spec.md §4).
 SCOPE_MAX_CHARS = 128
 #: A scope id (and every other label: predicate, kind, idempotency key) holds no control
 #: character (NUL cannot even be stored in PostgreSQL text) and is not blank. As a pattern, so
 #: that the OpenAPI document states the rule the validation applies.
 SCOPE_PATTERN = r"^[^\x00-\x1f\x7f]*[^\x00-\x20\x7f][^\x00-\x1f\x7f]*$"
-#: A label as a type: bounded by its field, shaped by :data:`SCOPE_PATTERN`.
-Label = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN)]
+
+
+def _identifier(value: object) -> object:
+    return canonical_identifier(value) if isinstance(value, str) else value
+
+
+def _predicate(value: object) -> object:
+    return canonical_predicate(value) if isinstance(value, str) else value
+
+
+#: Validators that put an identifier in its one canonical spelling (NFC, no invisible
+#: character; a predicate in one script: :mod:`haki.identities`) before its bounds are checked
+#: (so a length is the canonical one's). Placed after the field's string constraints in the
+#: same ``Annotated``, so that an empty value is still "too short" (``missing_scope``).
+IDENTIFIER = BeforeValidator(_identifier)
+PREDICATE = BeforeValidator(_predicate)
+#: A label as a type: bounded by its field, shaped by :data:`SCOPE_PATTERN`, canonical.
+Label = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN), IDENTIFIER]
+#: A predicate as a type: a label in one script.
+PredicateLabel = Annotated[str, StringConstraints(pattern=SCOPE_PATTERN), PREDICATE]
 PURPOSE_MAX_CHARS = 128
 #: A query longer than this is refused: nothing useful is that long, and it bounds the work.
 QUERY_MAX_CHARS = 16_000
@@ -55,11 +78,50 @@ def _in_time_range(value: datetime) -> datetime:
     return value
 
 
-#: An instant a client gives: ISO 8601 with a time zone, within :data:`TIME_RANGE` in UTC. Every
-#: timestamp field of a write request and of a memory document is of this type.
+def _single(value: float) -> float:
+    """``value`` rounded to single precision (what a ``real`` column holds)."""
+    single: float = struct.unpack("f", struct.pack("f", value))[0]
+    return single
+
+
+def _stored_decimal(value: float | None) -> float | None:
+    """A confidence as it was written: the column is ``real`` (single precision), whose 0.95
+    reads back as 0.949999988079071; the shortest decimal that the column stores as the same
+    value is the one that was written (0.95). A value that is no single-precision number
+    (not read from the column) is kept."""
+    if value is None or _single(value) != value:
+        return value
+    for digits in range(1, 10):
+        shortest = float(f"{value:.{digits}g}")
+        if _single(shortest) == value:
+            return shortest
+    return value
+
+
+#: A confidence read from the database, served as the decimal written.
+StoredConfidence = Annotated[float | None, AfterValidator(_stored_decimal)]
+
+
+#: RFC 3339's date-time: a date, ``T`` (or a space), a time, an optional fraction and an
+#: offset (``Z`` or ``±hh:mm``).
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})")
+
+
+def _rfc3339(value: object) -> object:
+    """A time given as text must be RFC 3339 with its offset: a number (seconds or
+    milliseconds, told apart by their size) or another text is refused, never guessed."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339.fullmatch(value)):
+        return value
+    raise ValueError("must be an RFC 3339 string with a time zone, e.g. 2026-12-01T09:30:00Z")
+
+
+#: An instant a client gives: an RFC 3339 string with a time zone, within :data:`TIME_RANGE`
+#: in UTC. Every timestamp field of a request and of a memory document is of this type.
 Timestamp = Annotated[
-    AwareDatetime, AfterValidator(_in_time_range),
-    Field(description=f"ISO 8601 with a time zone, between {TIME_RANGE} in UTC"),
+    AwareDatetime, BeforeValidator(_rfc3339), AfterValidator(_in_time_range),
+    Field(description=f"RFC 3339 with a time zone (a string, never a number), between "
+                      f"{TIME_RANGE} in UTC"),
 ]
 
 Status = Literal["ok", "degraded"]
@@ -79,7 +141,9 @@ class _Strict(BaseModel):
 class ContextRequest(_Strict):
     """``POST /v1/context``."""
 
-    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    project_id: Label | None = Field(
+        default=None, min_length=1, max_length=SCOPE_MAX_CHARS,
+        description="The API key's project when absent (a key is bound to one project).")
     subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
@@ -92,6 +156,14 @@ class ContextRequest(_Strict):
         default=False,
         description="Also return the packet rendered as the prompt-ready <haki_memory> block "
                     "(the response's `block`).")
+
+    @property
+    def project(self) -> str:
+        """The project served: the handler sets the key's when the body names none, so the
+        core never sees a call without one."""
+        if self.project_id is None:
+            raise RuntimeError("a context call reached the core without its project")
+        return self.project_id
 
     @field_validator("query")
     @classmethod
@@ -114,7 +186,7 @@ class PacketFact(_Strict):
     id: UUID
     predicate: str
     value: Any
-    confidence: float | None
+    confidence: StoredConfidence
     valid_from: datetime | None
     source_event_ids: list[UUID]
     #: A ``slow`` fact past its volatility horizon: still served, to be confirmed.
@@ -157,7 +229,8 @@ class ContextResponse(_Strict):
         default=None, exclude_if=lambda value: value is None,
         json_schema_extra=_absent_by_default,
         description="The packet as the prompt-ready <haki_memory> block: every memory text on "
-                    "one line, its angle brackets replaced by ‹ ›, so memory can neither close "
+                    "one line, without control or invisible format characters, its angle "
+                    "brackets and their look-alikes replaced by ‹ ›, so memory can neither close "
                     "the block nor open another. Empty when the packet is empty. Present only "
                     "when the request asked `render: true`.")
 
@@ -225,9 +298,9 @@ class FactRecord(_Strict):
     """A fact to store. ``id`` is generated when absent; an existing id is updated (upsert)."""
 
     id: UUID | None = None
-    project_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    subject_id: str = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
-    predicate: str = Field(min_length=1, max_length=256)
+    project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    predicate: PredicateLabel = Field(min_length=1, max_length=256)
     value: Any
     qualifiers: dict[str, Any] = Field(default_factory=dict)
     status: FactStatus = "active"

@@ -9,14 +9,13 @@ or empty ``project_id`` / ``subject_id`` is ``missing_scope``; a bad ``budget_to
 """
 
 import json
-import re
+import math
 from collections.abc import Mapping, Sequence
-from itertools import accumulate
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from haki.errors import BudgetExceeded, HakiError, MissingScope, ValidationFailed
+from haki.errors import BudgetExceeded, HakiError, MissingScope, PayloadTooLarge, ValidationFailed
 from haki.models import MAX_BUDGET_TOKENS, SCOPE_PATTERN
 
 SCOPE_FIELDS = frozenset({"project_id", "subject_id"})
@@ -26,51 +25,91 @@ _LOCATIONS = ("body", "query", "path")
 
 M = TypeVar("M", bound=BaseModel)
 
+#: The largest request body any route accepts, in bytes (the batch writes: 100 records). The
+#: edge refuses a body over its route's limit (``haki_aws.routes``, at most this) before it
+#: reads it; :func:`loads_json` refuses a larger text before parsing whatever calls it.
+MAX_BODY_BYTES = 1_048_576
 #: Request bodies nest at most this deep (arrays and objects); payloads are documents, not
-#: trees: anything deeper is refused before parsing (Python's parser would recurse).
+#: trees: anything deeper is refused (the parser's own recursion limit is a refusal too).
 MAX_JSON_DEPTH = 32
 #: Integers in a body have at most this many digits (Python refuses to convert more than
-#: 4,300, and the conversion of long ones is quadratic).
+#: 4,300, and the conversion of long ones is quadratic): checked on each integer's text as
+#: the parser meets it, before it is converted.
 MAX_INTEGER_DIGITS = 30
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
-_LONG_INTEGER = re.compile(rf"(?<![\d.eE+-])-?\d{{{MAX_INTEGER_DIGITS + 1},}}")
+
+
+def _refuse(text: str, reason: str) -> NoReturn:
+    raise json.JSONDecodeError(reason, text, 0)
 
 
 def loads_json(text: str | bytes) -> Any:
-    """``json.loads`` with the bounds above; a violation is a ``json.JSONDecodeError`` (the
-    API answers 422 ``validation_error``, like any malformed body)."""
+    """The JSON value of a request body, parsed in time linear in its size (``json.loads``),
+    then bounded. A text over :data:`MAX_BODY_BYTES` is :class:`PayloadTooLarge` (413), before
+    parsing; anything else refused is a ``json.JSONDecodeError`` (the API answers 422
+    ``validation_error``, like any malformed body): malformed JSON, ``NaN`` and ``Infinity``
+    (not JSON), a number too large for a float, an integer over :data:`MAX_INTEGER_DIGITS`
+    digits, nesting deeper than :data:`MAX_JSON_DEPTH`, a string holding half a surrogate
+    pair."""
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BODY_BYTES:
+        raise PayloadTooLarge(
+            f"the request body is {size} bytes; no request is larger than {MAX_BODY_BYTES}")
     if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    outside_strings = _JSON_STRING.sub('""', text)
-    opened = outside_strings.count("[") + outside_strings.count("{")
-    steps = (1 if b in "[{" else -1 for b in _BRACKET.findall(outside_strings))
-    if opened > MAX_JSON_DEPTH and max(accumulate(steps)) > MAX_JSON_DEPTH:
-        raise json.JSONDecodeError(
-            f"nested deeper than {MAX_JSON_DEPTH} levels", text, 0)
-    if _LONG_INTEGER.search(outside_strings):
-        raise json.JSONDecodeError(
-            f"an integer has more than {MAX_INTEGER_DIGITS} digits", text, 0)
-    value = json.loads(text)
-    if "\\u" in text and not _encodable(value):
-        # JSON may escape half a surrogate pair; no database stores it as text.
-        raise json.JSONDecodeError("a string holds an unpaired surrogate (\\ud800-\\udfff)",
-                                   text, 0)
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            _refuse("", "the request body is not UTF-8 text")
+    source = text
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+            _refuse(source, f"an integer has more than {MAX_INTEGER_DIGITS} digits")
+        return int(digits)
+
+    def real(digits: str) -> float:
+        number = float(digits)
+        if not math.isfinite(number):
+            _refuse(source, "a number is too large for a 64-bit float")
+        return number
+
+    def constant(name: str) -> NoReturn:
+        _refuse(source, f"{name} is not a JSON number")
+
+    try:
+        value = json.loads(text, parse_int=integer, parse_float=real, parse_constant=constant)
+    except RecursionError:
+        _refuse(text, f"nested deeper than {MAX_JSON_DEPTH} levels")
+    _check_parsed(text, value)
     return value
 
 
-def _encodable(value: Any) -> bool:
-    """Whether every string (keys included) of a parsed JSON value is valid Unicode."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return False
-        return True
-    if isinstance(value, dict):
-        return all(_encodable(k) and _encodable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return all(_encodable(v) for v in value)
+def _check_parsed(text: str, value: Any) -> None:
+    """Refuse a parsed value nested deeper than :data:`MAX_JSON_DEPTH`, or holding a string
+    (key or value) that is not valid Unicode: JSON may escape half a surrogate pair, and no
+    database stores it as text. Iterative: a deep value costs no recursion."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if not _encodable(item):
+                _refuse(text, "a string holds an unpaired surrogate (\\ud800-\\udfff)")
+            continue
+        if not isinstance(item, dict | list):
+            continue
+        if depth >= MAX_JSON_DEPTH:
+            _refuse(text, f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
+            stack.extend((inner, depth + 1) for inner in item.values())
+        else:
+            stack.extend((inner, depth + 1) for inner in item)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 
@@ -122,7 +161,7 @@ def classify_validation(errors: Sequence[Mapping[str, Any]]) -> HakiError:
     ]
     if absent_scope:
         named = "; ".join(dict.fromkeys(_describe(e) for e in absent_scope))
-        return MissingScope(f"{named} (every call names its scope, 1 to 128 characters)")
+        return MissingScope(f"{named} (a scope id is 1 to 128 characters)")
     if any(e.get("loc") and str(e["loc"][-1]) == "budget_tokens" for e in errors):
         return BudgetExceeded(
             f"budget_tokens must be a positive integer (at most {MAX_BUDGET_TOKENS})")

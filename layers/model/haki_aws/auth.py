@@ -46,9 +46,10 @@ def authenticate_event(db: Database, event: Mapping[str, Any]) -> KeyIdentity:
     return authenticate(db, bearer_token(event.get("headers")), identity_cache())
 
 
-def key_scope(app: APIGatewayRestResolver, project_id: str) -> str:
-    """The key's project, after checking the request names that project (else 403)."""
+def key_scope(app: APIGatewayRestResolver, project_id: str | None) -> str:
+    """The key's project, after checking the request names that project (else 403); a
+    request that names none is the key's project (a key is bound to one)."""
     identity: KeyIdentity = app.context[IDENTITY]
-    if project_id != identity.project_id:
+    if project_id is not None and project_id != identity.project_id:
         raise ForbiddenScope(_FORBIDDEN)
     return identity.project_id

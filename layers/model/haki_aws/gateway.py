@@ -11,7 +11,7 @@ recorded for every outcome.
 import base64
 import binascii
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
@@ -49,7 +49,9 @@ def _body_bytes(event: Mapping[str, Any]) -> int:
     body = event.get("body") or ""
     if event.get("isBase64Encoded"):
         return len(body) * 3 // 4
-    return len(body.encode("utf-8"))
+    # A lone surrogate (no UTF-8 body holds one; an event built by hand may) is measured, then
+    # refused by the parser like any malformed body.
+    return len(body.encode("utf-8", "surrogatepass"))
 
 
 def _content_type(event: Mapping[str, Any]) -> str:
@@ -58,6 +60,24 @@ def _content_type(event: Mapping[str, Any]) -> str:
         if name.lower() == "content-type":
             return value.split(";", 1)[0].strip().lower()
     return ""
+
+
+def _media_type_lowered(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The event with the media type of its Content-Type in lower case (its parameters kept):
+    media types are case-insensitive (RFC 9110), and the resolver compares them as written,
+    so ``APPLICATION/JSON; charset=UTF-8`` is JSON like ``application/json``."""
+    def lowered(value: str) -> str:
+        media, sep, parameters = value.partition(";")
+        return media.strip().lower() + sep + parameters
+
+    changed = dict(event)
+    for field, shape in (("headers", lowered),
+                         ("multiValueHeaders", lambda values: [lowered(v) for v in values])):
+        headers = event.get(field)
+        if headers:
+            changed[field] = {name: shape(value) if name.lower() == "content-type" else value
+                              for name, value in headers.items()}
+    return changed
 
 
 def body_limit(event: Mapping[str, Any]) -> int:
@@ -97,10 +117,25 @@ def resolve(
 ) -> dict[str, Any]:
     """Authenticate, pre-check and route one API Gateway REST proxy event, every database
     wait of it bounded by the function's remaining time."""
+    return _timed(event, context, lambda: _resolve(app, db, event, context))
+
+
+def resolve_public(
+    app: APIGatewayRestResolver, event: Mapping[str, Any], context: LambdaContext
+) -> dict[str, Any]:
+    """Route one event of a public route (``Route.public``: the health checks), which reads
+    nothing of a tenant: no key, no body."""
+    return _timed(event, context, lambda: app.resolve(event, context))
+
+
+def _timed(event: Mapping[str, Any], context: LambdaContext,
+           resolved: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``resolved()``, every database wait of it bounded by the function's remaining time,
+    its latency and outcome recorded."""
     started = time.perf_counter()
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     with request_deadline(remaining() if callable(remaining) else None):
-        result = _resolve(app, db, event, context)
+        result = resolved()
     endpoint = f"{event.get('httpMethod')} {event.get('resource')}"
     record_request(endpoint, error_code(result) or OK, (time.perf_counter() - started) * 1000)
     return result
@@ -123,6 +158,6 @@ def _resolve(
     app.append_context(  # type: ignore[no-untyped-call]  # Powertools leaves it unannotated
         **{IDENTITY: identity})
     # Every tenant transaction of the request is bound to this key (row-level security follows
-    # the key, migration 0013): a route that named another project would see nothing.
+    # the key, ``haki_tenant``): a route that named another project would see nothing.
     with acting_for(identity.key_hash):
-        return app.resolve(event, context)
+        return app.resolve(_media_type_lowered(event), context)

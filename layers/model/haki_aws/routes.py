@@ -15,8 +15,8 @@ from dataclasses import dataclass
 #: call whose 16,000 query characters are all written as escaped surrogate pairs (12 bytes
 #: each, ~192 KB).
 BODY_BYTES = 256 * 1024
-#: Largest body of the batch write routes (100 records; ``haki.memory.api.MAX_BODY_BYTES``,
-#: which a test keeps equal).
+#: Largest body of the batch write routes (100 records; ``haki.validation.MAX_BODY_BYTES``,
+#: the largest body parsed at all, which a test keeps equal).
 BATCH_BODY_BYTES = 1024 * 1024
 
 
@@ -29,6 +29,9 @@ class Route:
     function: str
     #: Largest request body accepted, in bytes.
     max_body_bytes: int = BODY_BYTES
+    #: Served without a key (no authorizer, no usage key): the health checks only, which read
+    #: nothing of a tenant and say nothing of the deployment.
+    public: bool = False
 
 
 ROUTES: tuple[Route, ...] = (
@@ -47,8 +50,12 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/facts/{fact_id}/status", "memory"),
     Route("GET", "/v1/conflicts", "memory"),
     Route("GET", "/v1/events", "memory"),
+    Route("GET", "/v1/subjects", "memory"),
     Route("POST", "/v1/conflicts/{conflict_id}/resolve", "memory"),
     Route("POST", "/v1/forget", "memory"),
+    # Liveness and readiness, without a key: functions/health.
+    Route("GET", "/v1/health", "health", public=True),
+    Route("GET", "/v1/health/ready", "health", public=True),
 )
 
 

@@ -36,7 +36,9 @@ EXAMPLES = {
                  "haki projects list"],
     "stats": ["haki stats aggregate"],
     "openapi": ["haki openapi"],
-    "eval": ["haki eval tests/data/eval_bilingual.json --budget 900,2000"],
+    "eval": ["haki eval tests/data/eval_bilingual.json --budget 900,2000",
+             "haki eval my-set.json --misses          # the set's format: docs/eval.md",
+             "haki eval my-set.json --json > report.json"],
 }
 
 

@@ -2,11 +2,13 @@
 
 The set is loaded into a scratch database of the embedded server (dropped afterwards); at each
 budget its questions run through the assembler, then with each part switched off, then ranked
-the design page's way for comparison. Prints JSON.
+the design page's way for comparison. Prints a short table (``haki_local.eval_table``), or
+with ``--json`` the whole report (docs/eval.md explains both).
 """
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 from haki.embedding import get_embedder
@@ -14,12 +16,15 @@ from haki.errors import ConfigurationError
 from haki.models import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 from haki.settings import get_settings
 from haki_local.embedded import start_embedded
+from haki_local.eval_table import summary
 from haki_local.evaluation import evaluate, load_labelled_set
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "eval", help="measure retrieval quality on a labelled set (with ablations)")
+        "eval", help="measure retrieval quality on a labelled set (with ablations)",
+        description="Load a labelled set (docs/eval.md) into a scratch database and measure "
+                    "how much of what each question needs the context packet serves.")
     parser.add_argument("file", type=Path, help="memory document (JSON) plus 'queries'")
     parser.add_argument("--budget", type=_budgets, default=(DEFAULT_BUDGET_TOKENS,),
                         help="token budget(s) of questions that do not set one, comma-"
@@ -27,7 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--provider", default=None,
                         help="embedder (default: HAKI_EMBED_PROVIDER)")
     parser.add_argument("--misses", action="store_true",
-                        help="also list the questions not fully covered")
+                        help="also list the questions not fully answered")
+    parser.add_argument("--json", action="store_true",
+                        help="print the whole report as JSON instead of the table")
     parser.set_defaults(run=_eval)
 
 
@@ -50,9 +57,14 @@ def _eval(args: argparse.Namespace) -> int:
             "unset HAKI_DATABASE_URL")
     if args.provider:
         settings = settings.model_copy(update={"embed_provider": args.provider})
+    if not args.verbose:  # the scratch database's own migrations are not the user's concern
+        logging.getLogger("haki.db.migrate").setLevel(logging.WARNING)
     labelled = load_labelled_set(args.file)
     report = evaluate(labelled, superuser_url=start_embedded(settings.data_dir),
                       embedder=get_embedder(settings), settings=settings, budgets=args.budget,
                       with_misses=args.misses, progress=True)
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print(summary(report, args.file.name))
     return 0

@@ -2,7 +2,7 @@
 for context, from the shell.
 
 They are admin tools and act as the owner (no API key: the runtime role's row-level security
-follows a key, migration 0013), through the routes' own core: ``load`` writes through the
+follows a key, ``haki_tenant``), through the routes' own core: ``load`` writes through the
 write API's statements (as written, without its rules), ``resolve`` is
 ``POST /v1/conflicts/{id}/resolve``, and ``context`` prints exactly the body
 ``POST /v1/context`` returns. Every statement still names its exact scope.

@@ -15,6 +15,7 @@ import ipaddress
 import json
 import os
 import shlex
+import signal
 import socket
 import sys
 import threading
@@ -127,6 +128,9 @@ def _serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise ValidationFailed(f"--port {args.port} is not a port (0 to 65535; 0 picks one)")
     listening = bind(args.host, args.port)
+    # SIGTERM while starting ends like Ctrl-C (a normal exit that releases the database); the
+    # supervisor takes both signals over once it runs.
+    signal.signal(signal.SIGTERM, _interrupt)
     settings = get_settings()
     owner = Database(local_database_url(settings, Role.OWNER))
     app = Database(local_database_url(settings, Role.APP))
@@ -161,6 +165,10 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     print("\nstopped", file=sys.stderr)
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _announce(url: str, key: str, workers: "Multiprocess", failed: threading.Event) -> None:

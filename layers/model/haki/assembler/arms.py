@@ -89,10 +89,10 @@ def _search(config: RetrievalConfig, request: ContextRequest, table: Literal["fa
     """What both vector arms take: the vector, the call's depth and the breadth of the graph
     searched (the subject's own graph when it has one)."""
     return {
-        "project_id": request.project_id, "subject_id": request.subject_id,
+        "project_id": request.project, "subject_id": request.subject_id,
         "query_vector": vector, "depth": config.vector_depth(request.budget_tokens),
         "use_vector_arm": config.use_vector_arm,
-        "graph": f"public.{graph_name(table, request.project_id, request.subject_id)}",
+        "graph": f"public.{graph_name(table, request.project, request.subject_id)}",
         "ef_search_min": config.hnsw_ef_search_min,
         "ef_search_max": config.hnsw_ef_search_max,
         "rows_per_ef": config.hnsw_rows_per_ef,
@@ -112,7 +112,7 @@ def text_arm(conn: psycopg.Connection, request: ContextRequest,
     while the question is embedded. A request's ``thread_id`` narrows its episodes to that
     thread."""
     return _cursor(conn).execute(TEXT_ARM, {
-        "project_id": request.project_id, "subject_id": request.subject_id,
+        "project_id": request.project, "subject_id": request.subject_id,
         "query": request.query, "stopwords": config.stopword_list,
         "max_terms": config.max_query_terms, "use_text_arm": config.use_text_arm,
         "use_episodes": config.use_episodes, "text_candidates": config.text_candidates,
@@ -144,7 +144,7 @@ def nearest_events(conn: psycopg.Connection, request: ContextRequest, config: Re
 def subject_disabled(conn: psycopg.Connection, request: ContextRequest) -> bool:
     """Whether the subject is disabled (``POST /v1/forget``): every arm then returned nothing
     of it. Asked only of a call that found no candidate, so it costs the others nothing."""
-    row = conn.execute(SUBJECT_DISABLED, {"project_id": request.project_id,
+    row = conn.execute(SUBJECT_DISABLED, {"project_id": request.project,
                                           "subject_id": request.subject_id}).fetchone()
     return bool(row and row[0])
 

@@ -50,12 +50,12 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
     """Answer one context request (docs/spec.md §4) and persist its trace in the same
     transaction. Every knob comes from ``config``."""
     started = time.perf_counter()
-    with db.transaction(request.project_id, pipeline=True,
+    with db.transaction(request.project, pipeline=True,
                         durable=config.trace_durable_commit) as conn:
         text = arms.text_arm(conn, request, config)
         vector, embed_ms = _timed(embed)
         text_rows = text.fetchall()
-        with db.sibling().transaction(request.project_id, pipeline=True,
+        with db.sibling().transaction(request.project, pipeline=True,
                                       read_only=True) as side:
             facts = arms.nearest_facts(side, request, config, vector)
             events = arms.nearest_events(conn, request, config, vector)

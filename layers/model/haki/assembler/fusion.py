@@ -84,11 +84,17 @@ def propagate(fused: Sequence[Ranked], links: Sequence[NeighbourLink],
               config: RetrievalConfig) -> list[Ranked]:
     """Each neighbour gets ``neighbour_share`` × its source's fused score / |offset| (the
     largest over its sources, computed from the fused scores before any propagation) on top
-    of its own score (0 when it was not a candidate), and records that source. The result is
-    the candidates plus the new neighbours, best first."""
+    of its own score (0 when it was not a candidate), and records that source. A share flows
+    only down the fused order (``fused`` is best first): a source never takes a share from a
+    turn it outranks, so two adjacent sources cannot name each other and the recorded
+    sources form a forest. The result is the candidates plus the new neighbours, best
+    first."""
     base = {r.id: r.score for r in fused}
+    order = {r.id: position for position, r in enumerate(fused)}
     bonus: dict[UUID, tuple[float, UUID, EpisodeCandidate | None]] = {}
     for link in links:
+        if order.get(link.neighbour_id, len(order)) < order[link.source_id]:
+            continue
         share = config.neighbour_share * base[link.source_id] / abs(link.offset)
         if share > bonus.get(link.neighbour_id, (0.0, link.source_id, None))[0]:
             bonus[link.neighbour_id] = (share, link.source_id, link.episode)

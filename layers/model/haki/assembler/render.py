@@ -21,9 +21,11 @@ its role and, when given, the speaker's name (``user (Ana):``).
 Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
 be able to close the block, open a forged one, or add lines that look like the block's own.
 Every memory text (a thread id and a speaker's name included) is put on one line (line breaks
-of any kind become spaces, other control characters are dropped) and its angle brackets
-become the look-alike ‹ › , so no tag can be formed from memory, whatever its case or spacing;
-every line starts with the block's own handle or header mark, never with memory.
+of any kind become spaces, other control characters and invisible format characters are
+dropped) and its angle brackets, and every character that normalises or looks like one,
+become ‹ › , so no tag can be formed from memory, whatever its case, spacing or Unicode
+normalisation; every line starts with the block's own handle or header mark, never with
+memory.
 """
 
 import re
@@ -33,9 +35,26 @@ from typing import Any
 from haki.models import ContextPacket
 from haki.text import fact_text
 
-#: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters.
+#: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters
+#: (C0 but the tab, DEL, C1).
 _BREAKS = re.compile(r"[\n\r\x0b\x0c\x85\u2028\u2029]+")
-_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+#: Unicode's format characters (category Cf, as of Unicode 15): invisible, they can hide text
+#: or reorder its display (soft hyphen, Arabic number signs, zero-width spaces and joiners,
+#: bidirectional embeddings, overrides and isolates, invisible operators, the byte-order mark,
+#: interlinear annotations, Egyptian hieroglyph controls, shorthand format controls, musical
+#: beams, the tag characters U+E0000–U+E007F). Dropped from memory text.
+_FORMAT = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]")
+#: Angle brackets and their look-alikes become ‹ ›: every character that Unicode's
+#: compatibility normalisation (NFKC/NFKD) turns into ``<`` or ``>`` (fullwidth ＜＞, small form
+#: ﹤﹥, the negated ≮≯) and the arrowheads drawn like them (˂˃ ❮❯), so no normalisation of the
+#: block, by the model's tokenizer or anyone, can turn memory into a tag.
+_ANGLES = str.maketrans(dict.fromkeys("<＜﹤≮˂❮", "‹") | dict.fromkeys(">＞﹥≯˃❯", "›"))
+
 
 OPEN_TAG = "<haki_memory>"
 CLOSE_TAG = "</haki_memory>"
@@ -48,11 +67,13 @@ Group = tuple[date, str | None]
 
 
 def inline(text: str) -> str:
-    """Memory text made safe inside the block: one line, no tag characters. (Every line
-    break and control character is unprintable: printable text skips the patterns.)"""
-    if not text.isprintable():
-        text = _CONTROLS.sub("", _BREAKS.sub(" ", text))
-    return text.replace("<", "‹").replace(">", "›")
+    """Memory text made safe inside the block: one line, no control or format character, no
+    tag character nor look-alike of one. (Printable ASCII, the common case the packer measures
+    for every candidate, holds no break, control, format character nor look-alike: only its
+    two brackets change.)"""
+    if text.isascii() and text.isprintable():
+        return text.replace("<", "‹").replace(">", "›")
+    return _FORMAT.sub("", _CONTROLS.sub("", _BREAKS.sub(" ", text))).translate(_ANGLES)
 
 
 def render_packet(packet: ContextPacket) -> str:

@@ -63,12 +63,14 @@ FROM call
 #: id is minted just before the call's transaction opens (``now()``), on another clock.
 TRACE_TIME_SLACK = timedelta(hours=1)
 
-#: Inspect by id: the time bound prunes to the partitions of the id's day.
+#: Inspect by id (the primary key): the time bound prunes to the partitions of the id's day;
+#: the subject, when the caller names one, must be the call's.
 SELECT_CALL = """
 SELECT trace_id, project_id, subject_id, query, purpose, budget_tokens, packet, token_count,
        created_at
 FROM context_calls
-WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s AND subject_id = %(subject_id)s
+WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s
+  AND (%(subject_id)s::text IS NULL OR subject_id = %(subject_id)s)
   AND created_at >= %(from)s AND created_at < %(until)s
 """
 
@@ -128,7 +130,7 @@ def write_trace(
     packet = response.packet
     conn.execute(INSERT_CALL_AND_TRACE, {
         "trace_id": response.trace_id,
-        "project_id": request.project_id,
+        "project_id": request.project,
         "subject_id": request.subject_id,
         "query": request.query,
         "purpose": request.purpose,
@@ -164,10 +166,11 @@ def trace_arrays(decisions: Sequence[TraceDecision]) -> dict[str, list[object]]:
 
 
 def load_trace(
-    db: Database, *, project_id: str, subject_id: str, trace_id: UUID,
+    db: Database, *, project_id: str, subject_id: str | None, trace_id: UUID,
     reader: Database | None = None,
 ) -> InspectResponse:
-    """The call and every decision of ``trace_id`` in this exact scope.
+    """The call and every decision of ``trace_id`` in this exact scope (the project's, and
+    the subject's when ``subject_id`` is given: trace ids are unique, so it may be left out).
 
     An unknown id and an id of another scope give the same :class:`TraceNotFound`, so the
     answer never tells whether another tenant's trace exists. With a ``reader`` (a read
@@ -184,7 +187,7 @@ def load_trace(
 
 
 def _load_trace(
-    db: Database, *, project_id: str, subject_id: str, trace_id: UUID
+    db: Database, *, project_id: str, subject_id: str | None, trace_id: UUID
 ) -> InspectResponse:
     # The id's own day first (one or two partitions); a row whose time was changed after the
     # fact (a clock far off, a backfill, a test ageing its calls) is still found by one more

@@ -43,14 +43,15 @@ def candidate_texts(
 
 
 def call_detail(
-    db: Database, *, project_id: str, subject_id: str, trace_id: UUID, config: RetrievalConfig,
-    reader: Database | None = None,
+    db: Database, *, project_id: str, subject_id: str | None, trace_id: UUID,
+    config: RetrievalConfig, reader: Database | None = None,
 ) -> CallDetail:
-    """The call ``trace_id`` of this exact scope (the same not found as inspect otherwise)."""
+    """The call ``trace_id`` of this exact scope (the same not found as inspect otherwise);
+    ``subject_id`` may be left out, as in inspect."""
     trace = load_trace(db, project_id=project_id, subject_id=subject_id, trace_id=trace_id,
                        reader=reader)
     texts = candidate_texts(
-        reader or db, project_id=project_id, subject_id=subject_id,
+        reader or db, project_id=project_id, subject_id=trace.subject_id,
         fact_ids=[d.fact_id for d in trace.decisions if d.fact_id is not None],
         event_ids=[d.event_id for d in trace.decisions if d.event_id is not None])
     ranking = Ranking(rrf_k=config.rrf_k, rrf_weight_vector=config.rrf_weight_vector,

@@ -6,7 +6,15 @@ from uuid import UUID
 
 from pydantic import Field, model_validator
 
-from haki.memory.api import DEFAULT_PAGE, Cursor, PageLimit, ScopeId, _Body, _Scoped
+from haki.memory.api import (
+    DEFAULT_PAGE,
+    Cursor,
+    PageLimit,
+    ScopeId,
+    StorableText,
+    _Body,
+    _Scoped,
+)
 from haki.models import SCOPE_MAX_CHARS, EmptyReason, InspectResponse, Status, Timestamp
 
 #: Longest search text: a query is at most 16,000 characters, a search a few words.
@@ -19,13 +27,13 @@ class CallListRequest(_Scoped):
     #: One subject's calls only.
     subject_id: ScopeId | None = None
     #: Case-insensitive text the query or the subject id contains.
-    q: str | None = Field(default=None, min_length=1, max_length=MAX_SEARCH_CHARS)
+    q: StorableText | None = Field(default=None, min_length=1, max_length=MAX_SEARCH_CHARS)
     status: Status | None = None
     #: The code of a warning the packet carries (e.g. ``open_conflict``).
-    warning: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
+    warning: StorableText | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
     #: Why the packet was empty; ``served`` keeps the calls whose packet was not.
     empty_reason: EmptyReason | Literal["served"] | None = None
-    purpose: str | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
+    purpose: StorableText | None = Field(default=None, min_length=1, max_length=MAX_LABEL_CHARS)
     #: Calls made at or after this instant.
     since: Timestamp | None = None
     #: Calls made before this instant.

@@ -203,6 +203,7 @@ def acting_for(key_hash: str) -> Iterator[None]:
 #: Transaction-local settings of a tenant transaction, and the key's project to check against.
 _SCOPE = """
 SELECT set_config('haki.key_hash', %(key_hash)s, true),
+       set_config('TimeZone', 'UTC', true),
        CASE WHEN %(timeout)s > 0 THEN set_config('statement_timeout', %(timeout)s::text, true)
        END,
        CASE WHEN %(key_hash)s <> '' THEN haki_tenant() END,
@@ -220,7 +221,11 @@ def set_scope(
     (``synchronous_commit = off``; the WAL writer flushes it within 3 × ``wal_writer_delay``,
     and a server crash in that window loses the transaction whole, never part of it).
 
-    Transaction-local (``is_local = true``): both end with the transaction, so a pooled or
+    Every transaction works in UTC (``TimeZone``), whatever the database's default: a stored
+    time is read the same everywhere, and the last instant accepted (9999-12-31T23:59:59Z) is
+    never sent back as year 10000, which no client can parse.
+
+    Transaction-local (``is_local = true``): all end with the transaction, so a pooled or
     proxied connection never carries one tenant's key into another's request. The cursor's row
     holds the key's project (read it with :func:`check_scope` once the statement has run).
     Without a bound key the runtime role sees nothing; the owner passes its own policy.
@@ -236,7 +241,7 @@ def check_scope(cursor: psycopg.Cursor, project_id: str) -> None:
     if _ACTING_FOR.get() is None:
         return
     row = cursor.fetchone()
-    tenant = row[2] if row else None
+    tenant = row[3] if row else None
     if tenant is None:
         raise Unauthorized("a valid API key is required: Authorization: Bearer hk_...")
     if tenant != project_id:

@@ -3,15 +3,19 @@ whenever they change.
 
 ``migrations/NNNN_name.sql`` hold tables, indexes, grants and data: forward-only, each in its
 own transaction, recorded with its sha256 in ``schema_migrations``; the runner refuses to run
-when an applied one was edited or removed (the database would no longer match the code).
+when an applied one was edited or removed (the database would no longer match the code),
+except that a database ahead of the code (numbered files newer than every file here, applied
+by a newer release) is accepted with none to apply: the previous release deployed again, a
+rollback, finds the schema it must be compatible with (docs/operations.md, "Rollback").
 ``migrations/functions/<name>.sql`` each hold one function — its one source — with the
 policies, triggers or view that exist to call it, written to be re-run (``CREATE OR
 REPLACE``). They are applied after the numbered files, all in one transaction, whenever a
 file's checksum differs from the one recorded (the repeatable migrations of Flyway): a
-changed routine is a changed file, never a migration that edits a routine's text. A file
-that refers to another routine not created yet is retried once the others have run, so their
-order needs no upkeep. Concurrent runners are serialised with a session-level advisory lock:
-running it twice, or from two deploys at once, is safe.
+changed routine is a changed file, never a migration that edits a routine's text; a rollback
+puts the previous release's routines back. A file that refers to another routine not created
+yet is retried once the others have run, so their order needs no upkeep. Concurrent runners
+are serialised with a session-level advisory lock: running it twice, or from two deploys at
+once, is safe.
 
 Migrations run as the owner (a member of ``haki_admin``), never as the runtime role.
 """
@@ -155,11 +159,23 @@ def _record(conn: psycopg.Connection, migration: Migration) -> None:
 
 def _check_history(recorded: dict[str, str], migrations: list[Migration]) -> None:
     on_disk = {m.name: m for m in migrations}
-    numbered = {name for name in recorded if not name.startswith(f"{ROUTINES}/")}
-    missing = sorted(numbered - set(on_disk))
-    if missing:
+    numbered = {name: checksum for name, checksum in recorded.items()
+                if not name.startswith(f"{ROUTINES}/")}
+    missing = sorted(set(numbered) - set(on_disk))
+    newest = max(on_disk, default="")
+    if any(name < newest for name in missing):
         raise MigrationError(f"applied migrations are missing on disk: {missing}")
-    edited = sorted(n for n in numbered if on_disk[n].checksum != recorded[n])
+    if missing:
+        # A newer release migrated this database and this (older) code runs against it: a
+        # rollback. Its migrations are all applied; nothing may run after the newer ones.
+        pending = sorted(set(on_disk) - set(numbered))
+        if pending:
+            raise MigrationError(f"the database is ahead of this code ({missing} applied) but "
+                                 f"lacks {pending}: its history has diverged")
+        log.warning("the database is ahead of this code: %s applied by a newer release; "
+                    "nothing to apply", missing)
+    edited = sorted(n for n, checksum in numbered.items()
+                    if n in on_disk and on_disk[n].checksum != checksum)
     if edited:
         raise MigrationError(
             f"applied migrations were edited since they ran: {edited}; "

@@ -24,10 +24,12 @@ from pydantic import (
 
 from haki.errors import ForbiddenScope
 from haki.models import (
+    IDENTIFIER,
+    PREDICATE,
     SCOPE_MAX_CHARS,
     SCOPE_PATTERN,
     FactStatus,
-    Label,
+    StoredConfidence,
     Timestamp,
     Volatility,
 )
@@ -36,9 +38,6 @@ from haki.text import MessageRole, value_text
 # --------------------------------------------------------------------------- limits
 #: Records per ``POST /v1/events`` or ``POST /v1/facts`` (422 beyond).
 MAX_BATCH = 100
-#: A whole request body of the batch routes, in bytes (413 beyond). The edge refuses a larger
-#: body before parsing it (``haki_aws.routes.BATCH_BODY_BYTES``, kept equal by a test).
-MAX_BODY_BYTES = 1_048_576
 #: Model tokens one batch may embed, all records together (413 beyond, naming the first record
 #: past it). Each text counts what the model reads of it: at most its 512-token window, prefix
 #: included; a longer text is truncated there (stored whole, embedded on its first ~2,000
@@ -109,13 +108,20 @@ def _storable_text(text: str) -> None:
         raise ValueError("text must be valid Unicode (no lone surrogates)") from exc
 
 
-ScopeId = Annotated[
-    str, Field(min_length=1, max_length=SCOPE_MAX_CHARS), StringConstraints(pattern=SCOPE_PATTERN)
-]
-Predicate = Annotated[
-    str, Field(min_length=1, max_length=MAX_PREDICATE_CHARS),
-    StringConstraints(pattern=SCOPE_PATTERN),
-]
+def _storable_str(text: str) -> str:
+    _storable_text(text)
+    return text
+
+
+#: Free text compared with stored text (a search, a filter): any text PostgreSQL can hold.
+StorableText = Annotated[str, AfterValidator(_storable_str)]
+def _label(max_chars: int) -> StringConstraints:
+    """The bounds and shape of a label of at most ``max_chars`` characters."""
+    return StringConstraints(min_length=1, max_length=max_chars, pattern=SCOPE_PATTERN)
+
+
+ScopeId = Annotated[str, _label(SCOPE_MAX_CHARS), IDENTIFIER]
+Predicate = Annotated[str, _label(MAX_PREDICATE_CHARS), PREDICATE]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_json_storable)]
 
 
@@ -124,15 +130,16 @@ class _Body(BaseModel):
 
 
 class _Scoped(_Body):
-    """A request that names its project; the core serves it only with that project's key."""
+    """A request that may name its project; the core serves it only with that project's key
+    (absent: the key's project, as a key is bound to one)."""
 
-    project_id: ScopeId
+    project_id: ScopeId | None = None
 
 
 def check_scope(project_id: str, request: _Scoped) -> None:
     """Refuse a request that names another project than the key's (the handlers check it
-    first; the core does not rely on them)."""
-    if request.project_id != project_id:
+    first; the core does not rely on them). One that names none is the key's."""
+    if request.project_id is not None and request.project_id != project_id:
         raise ForbiddenScope("this API key is not valid for the requested project")
 
 
@@ -152,15 +159,11 @@ class EventIn(_Body):
     subject_id: ScopeId
     #: The conversation thread of the subject the event belongs to (optional).
     thread_id: ScopeId | None = None
-    kind: Annotated[str, Field(min_length=1, max_length=MAX_KIND_CHARS),
-                    StringConstraints(pattern=SCOPE_PATTERN)]
+    kind: Annotated[str, _label(MAX_KIND_CHARS), IDENTIFIER]
     occurred_at: Timestamp | None = None
     payload: JsonObject = Field(default_factory=dict)
     id: UUID | None = None
-    idempotency_key: Annotated[
-        str, Field(min_length=1, max_length=MAX_IDEMPOTENCY_KEY_CHARS),
-        StringConstraints(pattern=SCOPE_PATTERN),
-    ] | None = None
+    idempotency_key: Annotated[str, _label(MAX_IDEMPOTENCY_KEY_CHARS), IDENTIFIER] | None = None
 
     @model_validator(mode="after")
     def _one_idempotency_handle(self) -> Self:
@@ -183,12 +186,11 @@ class MessageIn(_Body):
     role: MessageRole
     content: Annotated[str, Field(min_length=1), AfterValidator(_json_storable)]
     #: The speaker's name (``Ana``, a tool's name), shown beside the role.
-    name: Annotated[Label, Field(min_length=1, max_length=MAX_SPEAKER_NAME_CHARS)] | None = None
+    name: Annotated[str, _label(MAX_SPEAKER_NAME_CHARS), IDENTIFIER] | None = None
     occurred_at: Timestamp | None = None
     id: UUID | None = None
     #: The client's own id of the message (unique within the subject).
-    message_id: Annotated[
-        Label, Field(min_length=1, max_length=MAX_MESSAGE_ID_CHARS)] | None = None
+    message_id: Annotated[str, _label(MAX_MESSAGE_ID_CHARS), IDENTIFIER] | None = None
 
     @model_validator(mode="after")
     def _identified(self) -> Self:
@@ -329,7 +331,7 @@ class FactView(_Body):
     value: Any
     qualifiers: dict[str, Any]
     status: FactStatus
-    confidence: float | None
+    confidence: StoredConfidence
     volatility: Volatility
     valid_from: datetime | None
     valid_to: datetime | None

@@ -82,6 +82,13 @@ WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND status = '
   AND %(id)s = ANY (fact_ids)
 """
 
+#: Every open set of a subject resolved, its facts kept for the record (the subject's facts all
+#: left ``active``: disabled as a whole).
+RESOLVE_SUBJECT_SETS = """
+UPDATE conflict_sets SET status = 'resolved', resolved_at = now()
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND status = 'open'
+"""
+
 MARK_RESOLVED = """
 UPDATE conflict_sets SET status = 'resolved', resolved_at = now()
 WHERE project_id = %(project_id)s AND id = %(id)s
@@ -133,6 +140,12 @@ def leave_open_sets(
     """The fact has left ``active``: it leaves the scope's open sets (see the module)."""
     conn.execute(LEAVE_OPEN_SETS,
                  {"project_id": project_id, "subject_id": subject_id, "id": fact_id})
+
+
+def resolve_subject_sets(conn: psycopg.Connection, project_id: str, subject_id: str) -> None:
+    """Every fact of the subject has left ``active`` (it is disabled): each of its open sets,
+    left with no active fact, is resolved (see the module)."""
+    conn.execute(RESOLVE_SUBJECT_SETS, {"project_id": project_id, "subject_id": subject_id})
 
 
 def resolve_conflict(

@@ -6,7 +6,9 @@ writing nothing. A batch of ``messages`` is stored as events of kind ``conversat
 each with the event id its :class:`MessageIn` names or derives (:func:`message_event_id`), so a
 retried message is a replay like any other. Replays are found before embedding (a retried
 batch costs no model time), and the write itself is ``INSERT ... ON CONFLICT DO NOTHING``, so
-two concurrent deliveries of one event store it once whatever their timing.
+two concurrent deliveries of one event store it once whatever their timing; a batch inserts
+its events in one deterministic order (by idempotency key or id), so concurrent batches of the
+same events in any order never deadlock.
 """
 
 import json
@@ -24,7 +26,13 @@ from psycopg.types.json import Jsonb
 
 from haki.db import Database
 from haki.embedding import Embedder
-from haki.errors import IdempotencyConflict, MissingScope, PayloadTooLarge, ValidationFailed
+from haki.errors import (
+    IdempotencyConflict,
+    MissingScope,
+    PayloadTooLarge,
+    Unauthorized,
+    ValidationFailed,
+)
 from haki.memory.api import (
     MAX_EVENT_PAYLOAD_BYTES,
     MESSAGE_KIND,
@@ -50,9 +58,16 @@ log = logging.getLogger(__name__)
 _INSERT_EVENT = """
 INSERT INTO events (
     id, project_id, subject_id, thread_id, kind, payload, occurred_at, idempotency_key,
-    embedding)
+    embedding, seq)
 VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(thread_id)s, %(kind)s, %(payload)s,
-        coalesce(%(occurred_at)s, now()), %(idempotency_key)s, %(embedding)s)
+        coalesce(%(occurred_at)s, now()), %(idempotency_key)s, %(embedding)s,
+        coalesce(%(seq)s, nextval(pg_get_serial_sequence('events', 'seq'))))
+"""
+
+#: The places of a batch's events in the order said (``events.seq``), drawn in the order
+#: listed before the rows are inserted in lock order.
+DRAW_SEQ = """
+SELECT nextval(pg_get_serial_sequence('events', 'seq')) FROM generate_series(1, %(count)s)
 """
 
 #: ``haki load``: an id already stored in the same scope is updated with the document's values
@@ -65,7 +80,7 @@ WHERE events.project_id = EXCLUDED.project_id AND events.subject_id = EXCLUDED.s
 """
 
 #: ``POST /v1/events``: arbitrated by the primary key (project_id, id) and
-#: events_idempotency_key_idx (0009), both within the project (another project's ids and keys
+#: events_idempotency_key_idx, both within the project (another project's ids and keys
 #: never collide with this one's); a row taken by a concurrent transaction waits for it, then
 #: is skipped (no RETURNING row).
 INSERT_EVENT_ONCE = _INSERT_EVENT + "ON CONFLICT DO NOTHING RETURNING id"
@@ -85,24 +100,37 @@ Handle = tuple[str, UUID | str]
 def event_row(
     *, id: UUID, project_id: str, subject_id: str, thread_id: str | None, kind: str,
     payload: dict[str, Any], occurred_at: datetime | None, idempotency_key: str | None,
-    embedding: np.ndarray,
+    embedding: np.ndarray, seq: int | None = None,
 ) -> dict[str, object]:
-    """Parameters of :data:`UPSERT_EVENT` / :data:`INSERT_EVENT_ONCE`."""
+    """Parameters of :data:`UPSERT_EVENT` / :data:`INSERT_EVENT_ONCE` (``seq`` None: the
+    next of the sequence)."""
     return {"id": id, "project_id": project_id, "subject_id": subject_id,
             "thread_id": thread_id, "kind": kind, "payload": Jsonb(payload),
             "occurred_at": occurred_at, "idempotency_key": idempotency_key,
-            "embedding": embedding}
+            "embedding": embedding, "seq": seq}
 
 
-#: The namespace of the event ids derived from messages (uuid5): fixed forever, since a retry
-#: must derive the id its first delivery did.
-_MESSAGE_IDS = UUID("6f1b3c2e-5d4a-4b8e-9c7f-2a1d0e3b4c5d")
+#: The project's key of the event ids derived from messages (``haki_message_id_key``): random per
+#: project, readable by the runtime role for the project of the key it acts for only.
+SELECT_MESSAGE_ID_KEY = "SELECT haki_message_id_key()"
 
 
-def message_event_id(subject_id: str, message: MessageIn) -> UUID:
+def message_id_key(conn: psycopg.Connection) -> UUID:
+    """The key of the project the transaction acts for."""
+    row = conn.execute(SELECT_MESSAGE_ID_KEY).fetchone()
+    if row is None or row[0] is None:
+        raise Unauthorized("a valid API key is required: Authorization: Bearer hk_...")
+    key: UUID = row[0]
+    return key
+
+
+def message_event_id(key: UUID, subject_id: str, message: MessageIn) -> UUID:
     """The event id of a message: its ``id``; else derived from the subject and the client's
     ``message_id``; else from the subject, the speaker, the content and the moment (in UTC,
-    so that one instant written with two offsets is one message)."""
+    so that one instant written with two offsets is one message). Derived ids are keyed by the
+    project's ``key`` (uuid5 with the key as namespace: a hash of key and name): the same
+    message has another id in another project, and without the key nobody can test a guessed
+    subject and message against an id. A retry derives the id its first delivery did."""
     if message.id is not None:
         return message.id
     if message.message_id is not None:
@@ -111,7 +139,7 @@ def message_event_id(subject_id: str, message: MessageIn) -> UUID:
         assert message.occurred_at is not None  # MessageIn requires one of the three
         parts = ["content", subject_id, message.role, message.name or "", message.content,
                  message.occurred_at.astimezone(UTC).isoformat()]
-    return uuid.uuid5(_MESSAGE_IDS, json.dumps(parts, ensure_ascii=False))
+    return uuid.uuid5(key, json.dumps(parts, ensure_ascii=False))
 
 
 @dataclass(frozen=True)
@@ -124,7 +152,8 @@ class Batch:
     handles: list[str]
 
     @classmethod
-    def of(cls, request: EventsRequest) -> "Batch":
+    def of(cls, request: EventsRequest, key: UUID | None) -> "Batch":
+        """``key``: the project's key of message-derived ids (needed for messages only)."""
         if request.events is not None:
             return cls("events", request.events, [
                 "id" if e.id is not None else "idempotency_key" for e in request.events])
@@ -133,10 +162,11 @@ class Batch:
         if subject_id is None:
             raise MissingScope("field 'subject_id' is required with messages (every call "
                                "names its scope, 1 to 128 characters)")
+        assert key is not None
         return cls("messages", [
             EventIn(subject_id=subject_id, thread_id=request.thread_id, kind=MESSAGE_KIND,
                     occurred_at=m.occurred_at, payload=m.payload(),
-                    id=message_event_id(subject_id, m))
+                    id=message_event_id(key, subject_id, m))
             for m in messages
         ], ["id" if m.id is not None else "message_id" if m.message_id is not None
             else "occurred_at" for m in messages])
@@ -148,6 +178,16 @@ def _handle(event: EventIn) -> Handle | None:
     if event.idempotency_key is not None:
         return ("key", event.idempotency_key)
     return None
+
+
+def _insert_order(event: EventIn, event_id: UUID) -> tuple[str, str]:
+    """Where an event goes in the batch's INSERT: every batch inserts in this one order, by
+    the unique key its row can collide on (its idempotency key, else its id), so two batches
+    holding the same events in different orders never wait for each other in a cycle (each
+    waits at most for a row the other inserted first, at a smaller key)."""
+    if event.idempotency_key is not None:
+        return ("key", event.idempotency_key)
+    return ("id", str(event_id))
 
 
 def _check_batch(batch: Batch) -> None:
@@ -207,14 +247,14 @@ def ingest_events(
     project's ``quota`` (default: the settings'); then nothing is written.
     """
     check_scope(project_id, request)
-    batch = Batch.of(request)
-    _check_batch(batch)
+    with db.transaction(project_id) as conn:
+        batch = Batch.of(request, message_id_key(conn) if request.messages is not None else None)
+        _check_batch(batch)
+        handles = [h for h in map(_handle, batch.events) if h is not None]
+        known = _stored(conn, project_id, handles) if handles else {}
     events = batch.events
     texts = [event_text(e.kind, e.payload) for e in events]
     check_embedding_budget(embedder, texts, batch.label)
-    handles = [h for h in map(_handle, events) if h is not None]
-    with db.transaction(project_id) as conn:
-        known = _stored(conn, project_id, handles) if handles else {}
 
     fresh = [(index, event) for index, event in enumerate(events)
              if _handle(event) not in known]
@@ -225,13 +265,17 @@ def ingest_events(
     with write_transaction(db, project_id) as conn:
         lock_scopes(conn, project_id, {e.subject_id for e in events})
         if fresh:
+            drawn = sorted(n for (n,) in conn.execute(DRAW_SEQ, {"count": len(fresh)}))
+            seqs = {index: n for (index, _), n in zip(fresh, drawn, strict=True)}
+            rows = sorted(zip(fresh, vectors, strict=True),
+                          key=lambda row: _insert_order(row[0][1], ids[row[0][0]]))
             cursor = conn.cursor()
             cursor.executemany(INSERT_EVENT_ONCE, [
                 event_row(id=ids[index], project_id=project_id, subject_id=e.subject_id,
                           thread_id=e.thread_id, kind=e.kind, payload=e.payload,
                           occurred_at=e.occurred_at, idempotency_key=e.idempotency_key,
-                          embedding=vector)
-                for (index, e), vector in zip(fresh, vectors, strict=True)
+                          embedding=vector, seq=seqs[index])
+                for (index, e), vector in rows
             ], returning=True)
             for _ in cursor.results():
                 inserted.update(row[0] for row in cursor.fetchall())

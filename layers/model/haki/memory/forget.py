@@ -2,7 +2,8 @@
 
 - ``disable`` moves the facts along the lifecycle to ``disabled`` (reversible: ``disabled →
   active``); for a subject, every fact that may become disabled does, the others (superseded,
-  already disabled) keep their status, and the subject itself is marked disabled
+  already disabled) keep their status, its open conflict sets (left without an active fact)
+  are resolved, and the subject itself is marked disabled
   (``disabled_subjects``): nothing of it — facts, episodes, the turns around them — is
   served until it is enabled (or one of its facts is brought back to active), and each context
   call on it warns ``subject_disabled``.
@@ -34,6 +35,7 @@ from psycopg.types.json import Jsonb
 from haki.db import Database
 from haki.errors import FactNotFound
 from haki.memory.api import ForgetRequest, ForgetResponse, check_scope
+from haki.memory.conflicts import resolve_subject_sets
 from haki.memory.facts import SELECT_FACT, change_status
 from haki.memory.lifecycle import set_subject_disabled, transition_subject
 from haki.memory.store import (
@@ -182,6 +184,7 @@ def forget(db: Database, project_id: str, request: ForgetRequest) -> ForgetRespo
             if request.mode == "disable":
                 counts = {"facts": len(transition_subject(
                     conn, project_id, request.subject_id, "disabled"))}
+                resolve_subject_sets(conn, project_id, request.subject_id)
                 set_subject_disabled(conn, project_id, request.subject_id, True)
             elif request.mode == "enable":
                 set_subject_disabled(conn, project_id, request.subject_id, False)

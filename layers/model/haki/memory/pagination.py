@@ -8,7 +8,6 @@ with.
 """
 
 import base64
-import binascii
 import json
 from collections.abc import Mapping
 from datetime import datetime
@@ -16,47 +15,90 @@ from typing import LiteralString, TypeVar
 from uuid import UUID
 
 from psycopg.rows import dict_row
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from haki.db import Database
 from haki.errors import ValidationFailed
+from haki.models import Timestamp
 
 _PREFIX = "k1."
-
-View = TypeVar("View", bound=BaseModel)
 #: What breaks ties between rows of one time: a row id, or a sequence number.
 Tiebreak = UUID | int
+#: What a cursor holds: the (timestamp, tiebreak) of the last row served.
+_ID_KEY = TypeAdapter(tuple[Timestamp, UUID])
+_SEQ_KEY = TypeAdapter(tuple[Timestamp, int])
 _BIGINT = range(-(2**63), 2**63)
+
+View = TypeVar("View", bound=BaseModel)
+
+
+def _pack(key: list[str | int]) -> str:
+    raw = json.dumps(key, separators=(",", ":")).encode()
+    return _PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unpack(cursor: str) -> list[object]:
+    """The key a cursor holds, as a JSON list (``ValueError`` when it is none of ours)."""
+    if not cursor.startswith(_PREFIX):
+        raise ValueError(cursor)
+    body = cursor[len(_PREFIX):]
+    # binascii.Error, UnicodeDecodeError and JSON's errors are all ValueErrors.
+    key = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    if not isinstance(key, list):
+        raise ValueError(cursor)
+    return key
+
+
+_NOT_A_CURSOR = "field 'cursor': not a cursor returned by this listing"
 
 
 def encode_cursor(at: datetime, tiebreak: Tiebreak) -> str:
-    last = tiebreak if isinstance(tiebreak, int) else str(tiebreak)
-    raw = json.dumps([at.isoformat(), last], separators=(",", ":")).encode()
-    return _PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return _pack([at.isoformat(), tiebreak if isinstance(tiebreak, int) else str(tiebreak)])
 
 
 def decode_cursor(cursor: str | None, tiebreak: type[Tiebreak] = UUID
                   ) -> tuple[datetime | None, Tiebreak | None]:
     """The sort key after which the page starts; ``(None, None)`` for the first page.
-    ``tiebreak``: the type of the listing's second sort column (a cursor of another listing
-    is refused, never compared with the wrong column)."""
+
+    A cursor is data from the client: anything but the base64 of a JSON pair of an instant
+    with its offset (within the accepted range) and the listing's ``tiebreak`` (a UUID as a
+    string, or an integer of PostgreSQL's bigint range) is a :class:`ValidationFailed` (422),
+    whatever its types; a cursor of another listing is never compared with the wrong
+    column."""
     if cursor is None:
         return None, None
     try:
-        if not cursor.startswith(_PREFIX):
-            raise ValueError(cursor)
-        body = cursor[len(_PREFIX):]
-        at, last = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-        parsed = datetime.fromisoformat(at)
-        if parsed.tzinfo is None:
-            raise ValueError(at)
+        pair = _unpack(cursor)
+        last = pair[-1] if pair else None
+        wanted = type(last) is int and last in _BIGINT if tiebreak is int \
+            else isinstance(last, str)
+        if len(pair) != 2 or not isinstance(pair[0], str) or not wanted:
+            raise ValueError("not a cursor of this listing")
         if tiebreak is int:
-            if type(last) is not int or last not in _BIGINT:
-                raise ValueError(last)
-            return parsed, last
-        return parsed, UUID(last)
-    except (ValueError, TypeError, AttributeError, binascii.Error) as exc:
-        raise ValidationFailed("field 'cursor': not a cursor returned by this listing") from exc
+            return _SEQ_KEY.validate_python(pair)
+        return _ID_KEY.validate_python(pair)
+    except ValueError as exc:  # binascii.Error, UnicodeDecodeError, JSON and Pydantic's too
+        raise ValidationFailed(_NOT_A_CURSOR) from exc
+
+
+def encode_text_cursor(key: str) -> str:
+    """The cursor of a listing sorted by one text column (the subjects, by id)."""
+    return _pack([key])
+
+
+def decode_text_cursor(cursor: str | None) -> str | None:
+    """The text key after which the page starts; ``None`` for the first page. A key that is
+    no text PostgreSQL can hold (a NUL, a lone surrogate) is no cursor of ours either."""
+    if cursor is None:
+        return None
+    try:
+        (key,) = _unpack(cursor)
+        if not isinstance(key, str) or not key or "\x00" in key:
+            raise ValueError(cursor)
+        key.encode("utf-8")
+    except ValueError as exc:  # also UnicodeEncodeError
+        raise ValidationFailed(_NOT_A_CURSOR) from exc
+    return key
 
 
 def read_page(db: Database, project_id: str, query: LiteralString, params: Mapping[str, object], *,
