@@ -245,6 +245,7 @@ CREATE TABLE erasure_receipts (
     context_calls_redacted integer NOT NULL CHECK (context_calls_redacted >= 0),
     context_traces         integer NOT NULL CHECK (context_traces >= 0),
     stats_rollups          integer NOT NULL CHECK (stats_rollups >= 0),
+    call_feedback          integer NOT NULL DEFAULT 0 CHECK (call_feedback >= 0),
     created_at             timestamptz NOT NULL,
     PRIMARY KEY (project_id, id)
 );
@@ -353,6 +354,38 @@ CREATE TABLE context_traces (
 CREATE TABLE context_calls_default PARTITION OF context_calls DEFAULT;
 CREATE TABLE context_traces_default PARTITION OF context_traces DEFAULT;
 
+-- Feedback on a call (POST /v1/calls/{trace_id}/feedback): which served items the answer used,
+-- which memory of the call's subject should have been served, a verdict and a short note; one
+-- row per (call, source), a repeat replaces it. It lives exactly as long as its call: the
+-- table is partitioned by day on the call's created_at, and haki_trace_partitions makes and
+-- drops its partitions with the calls'. No foreign key to context_calls (one would cost every
+-- context call an index entry): the write checks the call in its tenant scope, and an erasure
+-- (haki/memory/forget.py) removes the rows with the subject or the ids with the fact. The
+-- note is tenant content: the stats role reads every column but it.
+CREATE TABLE call_feedback (
+    project_id      text NOT NULL CHECK (char_length(project_id) BETWEEN 1 AND 128),
+    trace_id        uuid NOT NULL,
+    call_created_at timestamptz NOT NULL,
+    source          text NOT NULL CHECK (source IN ('agent', 'person')),
+    subject_id      text NOT NULL CHECK (char_length(subject_id) BETWEEN 1 AND 128),
+    -- Fact and event ids, as the client gave them (deduplicated, in order).
+    used            uuid[] NOT NULL,
+    missing         uuid[] NOT NULL,
+    verdict         text CHECK (verdict IN ('helpful', 'unhelpful', 'wrong')),
+    note            text CHECK (char_length(note) <= 1000),
+    -- Last written (or redacted by an erasure): the aggregation re-folds the hours whose
+    -- feedback changed after it last ran (haki/stats/aggregation.py).
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (project_id, trace_id, call_created_at, source)
+) PARTITION BY RANGE (call_created_at);
+-- A subject's feedback (erasure, the eval-set export) and a project's by call time (the
+-- console's list of calls with a missing report).
+CREATE INDEX call_feedback_scope_idx ON call_feedback (project_id, subject_id, call_created_at);
+CREATE INDEX call_feedback_project_idx ON call_feedback (project_id, call_created_at);
+-- What changed since the aggregation last ran, across projects.
+CREATE INDEX call_feedback_updated_idx ON call_feedback (updated_at);
+CREATE TABLE call_feedback_default PARTITION OF call_feedback DEFAULT;
+
 -- 6. Stats: rollups written by the scheduled aggregation (haki/stats), one row per scope and
 -- hour. latency_hist counts calls per latency bucket; the bounds are fixed in code
 -- (haki.stats.LATENCY_BOUNDS_MS) so histograms of any rows merge by element-wise sum.
@@ -364,13 +397,24 @@ CREATE TABLE stats_rollups (
     calls_with_facts integer NOT NULL CHECK (calls_with_facts >= 0),
     tokens_served    bigint NOT NULL CHECK (tokens_served >= 0),
     latency_hist     integer[] NOT NULL,
+    -- The feedback of the hour's calls (a call counts once, whatever its sources: its used
+    -- and missing ids are the union of theirs).
+    calls_with_feedback        integer NOT NULL DEFAULT 0 CHECK (calls_with_feedback >= 0),
+    items_served_with_feedback integer NOT NULL DEFAULT 0
+                                   CHECK (items_served_with_feedback >= 0),
+    items_used                 integer NOT NULL DEFAULT 0 CHECK (items_used >= 0),
+    tokens_with_feedback       bigint NOT NULL DEFAULT 0 CHECK (tokens_with_feedback >= 0),
+    calls_with_missing         integer NOT NULL DEFAULT 0 CHECK (calls_with_missing >= 0),
+    items_missing              integer NOT NULL DEFAULT 0 CHECK (items_missing >= 0),
     PRIMARY KEY (project_id, subject_id, bucket_start)
 );
 
 -- Single-row watermark: every call with created_at < rolled_until is in stats_rollups.
 CREATE TABLE stats_watermark (
     singleton    boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-    rolled_until timestamptz NOT NULL
+    rolled_until   timestamptz NOT NULL,
+    -- Feedback written (updated_at) before this instant is in the rollups.
+    feedback_until timestamptz
 );
 
 -- 7. Row-level security, the second wall (the first: every query filters on the exact scope).
@@ -385,7 +429,7 @@ BEGIN
     FOREACH t IN ARRAY ARRAY['projects', 'api_keys', 'facts', 'events', 'conflict_sets',
                              'disabled_subjects', 'erasure_receipts', 'text_scope_stats',
                              'text_term_stats', 'context_calls', 'context_traces',
-                             'stats_rollups', 'project_storage']
+                             'stats_rollups', 'project_storage', 'call_feedback']
     LOOP
         EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
         EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
@@ -396,6 +440,7 @@ END
 $$;
 -- The aggregation reads every project's calls and writes rollups.
 CREATE POLICY stats_read ON context_calls FOR SELECT TO haki_stats USING (true);
+CREATE POLICY stats_read ON call_feedback FOR SELECT TO haki_stats USING (true);
 CREATE POLICY stats_write ON stats_rollups TO haki_stats USING (true) WITH CHECK (true);
 
 -- 8. Privileges (docs/security.md, "Roles and privileges", lists them; a test compares the
@@ -419,6 +464,14 @@ GRANT SELECT ON stats_watermark TO haki_app;
 -- The runtime role reads its project's storage count; the triggers (SECURITY DEFINER) write it.
 GRANT SELECT ON project_storage TO haki_app;
 
-GRANT SELECT (project_id, subject_id, created_at, latency_ms, facts_served, token_count)
+-- The runtime role writes and replaces feedback, and the erasure removes it or cuts an erased
+-- fact's id out of it; the stats role reads what the rollups count, never the note.
+GRANT SELECT, INSERT, DELETE ON call_feedback TO haki_app;
+GRANT UPDATE (used, missing, verdict, note, updated_at) ON call_feedback TO haki_app;
+
+GRANT SELECT (project_id, subject_id, created_at, latency_ms, facts_served, token_count,
+              trace_id, episodes_served)
     ON context_calls TO haki_stats;
+GRANT SELECT (project_id, subject_id, trace_id, call_created_at, source, used, missing, verdict,
+              updated_at) ON call_feedback TO haki_stats;
 GRANT SELECT, INSERT, UPDATE ON stats_rollups, stats_watermark TO haki_stats;

@@ -26,6 +26,7 @@ TIER_OF_FOLDER = {
 #: ...but for the files whose cost differs from their folder's.
 TIER_OF_FILE = {
     "tests/integration/test_assembler_language.py": "model",
+    "tests/integration/test_eval_set_export.py": "model",
     "tests/integration/test_evaluation.py": "model",
     "tests/integration/test_faults.py": "model",
     "tests/integration/test_memory_writer.py": "model",

@@ -80,6 +80,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/v1/inspect/{trace_id}"): Operation("inspectTrace", "context"),
     ("GET", "/v1/calls"): Operation("listCalls", "context"),
     ("GET", "/v1/calls/{trace_id}"): Operation("getCall", "context"),
+    ("POST", "/v1/calls/{trace_id}/feedback"): Operation("giveFeedback", "context", {
+        "project_id": "acme-support", "subject_id": "user-42", "used": [_FACT_ID],
+        "missing": [], "verdict": "helpful", "source": "agent"}),
+    ("GET", "/v1/eval-set"): Operation("exportEvalSet", "context"),
     ("GET", "/v1/stats/overview"): Operation("getStatsOverview", "stats"),
     ("GET", "/v1/stats/series"): Operation("getStatsSeries", "stats"),
     ("POST", "/v1/events"): Operation("writeEvents", "memory", {

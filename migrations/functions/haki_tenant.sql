@@ -27,7 +27,7 @@ DECLARE
 BEGIN
     FOREACH t IN ARRAY ARRAY['facts', 'events', 'conflict_sets', 'disabled_subjects',
                              'erasure_receipts', 'context_calls', 'context_traces',
-                             'stats_rollups', 'project_storage']
+                             'stats_rollups', 'project_storage', 'call_feedback']
     LOOP
         EXECUTE format('DROP POLICY IF EXISTS tenant_isolation ON %I', t);
         EXECUTE format(

@@ -1,5 +1,5 @@
--- Trace partitions: made ahead, dropped whole past retention (run by the scheduled
--- aggregation, haki/stats/partitions.py).
+-- Trace partitions (context_calls, context_traces, call_feedback): made ahead, dropped whole
+-- past retention (run by the scheduled aggregation, haki/stats/partitions.py).
 --
 -- Partitions for the days from p_from_day (default today, UTC) to p_ahead days past the later
 -- of today and p_from_day; partitions whose day ended more than p_retention_days ago AND that
@@ -19,6 +19,7 @@ DECLARE
     v_day date;
     v_table text;
     v_part text;
+    v_key text;
     v_lo timestamptz;
     v_hi timestamptz;
     v_watermark timestamptz;
@@ -38,15 +39,17 @@ BEGIN
     LOOP
         v_lo := (v_day::timestamp AT TIME ZONE 'UTC');
         v_hi := ((v_day + 1)::timestamp AT TIME ZONE 'UTC');
-        FOREACH v_table IN ARRAY ARRAY['context_calls', 'context_traces'] LOOP
+        FOREACH v_table IN ARRAY ARRAY['context_calls', 'context_traces', 'call_feedback'] LOOP
             v_part := v_table || '_p' || to_char(v_day, 'YYYYMMDD');
             CONTINUE WHEN to_regclass('public.' || v_part) IS NOT NULL;
+            v_key := CASE WHEN v_table = 'call_feedback' THEN 'call_created_at'
+                          ELSE 'created_at' END;
             EXECUTE format('CREATE TABLE public.%I '
                            '(LIKE public.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
                            v_part, v_table);
-            EXECUTE format('WITH moved AS (DELETE FROM %I WHERE created_at >= $1 '
-                           'AND created_at < $2 RETURNING *) INSERT INTO %I SELECT * FROM moved',
-                           v_table || '_default', v_part) USING v_lo, v_hi;
+            EXECUTE format('WITH moved AS (DELETE FROM %I WHERE %I >= $1 '
+                           'AND %I < $2 RETURNING *) INSERT INTO %I SELECT * FROM moved',
+                           v_table || '_default', v_key, v_key, v_part) USING v_lo, v_hi;
             EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
                            v_table, v_part, v_lo, v_hi);
             v_created := v_created + 1;
@@ -54,25 +57,29 @@ BEGIN
     END LOOP;
 
     SELECT rolled_until INTO v_watermark FROM stats_watermark;
-    FOR r IN SELECT c.relname, to_date(right(c.relname, 8), 'YYYYMMDD') AS day
-             FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
-             WHERE i.inhparent IN ('context_calls'::regclass, 'context_traces'::regclass)
-               AND c.relname ~ '^context_(calls|traces)_p[0-9]{8}$'
+    FOR r IN SELECT c.relname, p.relname AS parent,
+                    to_date(right(c.relname, 8), 'YYYYMMDD') AS day
+             FROM pg_inherits AS i
+             JOIN pg_class AS c ON c.oid = i.inhrelid
+             JOIN pg_class AS p ON p.oid = i.inhparent
+             WHERE i.inhparent IN ('context_calls'::regclass, 'context_traces'::regclass,
+                                   'call_feedback'::regclass)
+               AND c.relname ~ '^(context_calls|context_traces|call_feedback)_p[0-9]{8}$'
     LOOP
         v_hi := ((r.day + 1)::timestamp AT TIME ZONE 'UTC');
         CONTINUE WHEN r.day + 1 > v_today - p_retention_days;
-        -- Never drop calls the rollup has not folded yet (the overview would lose them).
-        CONTINUE WHEN r.relname LIKE 'context_calls%'
+        -- Never drop calls (or their feedback) the rollup has not folded yet (the overview
+        -- would lose them).
+        CONTINUE WHEN r.parent IN ('context_calls', 'call_feedback')
                   AND (v_watermark IS NULL OR v_hi > v_watermark);
-        EXECUTE format('ALTER TABLE %I DETACH PARTITION %I',
-                       CASE WHEN r.relname LIKE 'context_calls%' THEN 'context_calls'
-                            ELSE 'context_traces' END, r.relname);
+        EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', r.parent, r.relname);
         EXECUTE format('DROP TABLE %I', r.relname);
         v_dropped := v_dropped + 1;
     END LOOP;
 
     SELECT (SELECT count(*) FROM context_calls_default)
-           + (SELECT count(*) FROM context_traces_default) INTO v_default;
+           + (SELECT count(*) FROM context_traces_default)
+           + (SELECT count(*) FROM call_feedback_default) INTO v_default;
     RETURN QUERY SELECT v_created, v_dropped, v_default;
 END
 $$;

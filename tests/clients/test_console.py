@@ -320,7 +320,7 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
 
     # Charts from the rollups and the tail: one per figure, project and subject.
     visit(page, f"{haki_server.url}/console/#view=charts&days=1&subject={SUBJECT}")
-    assert page.locator("#chart-grid .chart canvas").count() == 4
+    assert page.locator("#chart-grid .chart canvas").count() == 7
     assert page.locator("#chart-grid .u-legend th").count() >= 8  # project + subject lines
     rate = page.locator("#chart-grid .chart[data-chart='injection_rate']")
     assert rate.get_attribute("data-y-range") == "0,1"
@@ -459,4 +459,57 @@ def test_a_link_to_another_project_does_not_switch_a_signed_in_tab(
     assert page.input_value("#key") == ""
     assert page.evaluate("sessionStorage.getItem('haki.console.key')") is None
     assert page.is_hidden("#app")
+
+
+def test_calls_with_missing_memory_open_on_why_it_was_not_served(
+    haki_server: Server, browser: Browser
+):
+    """Feedback in the page: the quality charts, the list of calls with missing memory
+    reported, and a call opened from it with the missing item's own decision highlighted."""
+    subject = "console-feedback"
+    with HakiClient(haki_server.url, haki_server.key, project_id=DEMO_PROJECT) as haki:
+        facts = [haki.record_fact(subject, "preferred_language", "Portuguese"),
+                 haki.record_fact(subject, "billing_city", "Porto, Rua das Flores 12"),
+                 haki.record_fact(subject, "pet", "a parrot named Kiwi")]
+        call = haki.context(subject, "Which language and which billing city for the invoice?",
+                            purpose="support_reply", budget_tokens=12)
+        decisions = {d.fact_id: d for d in haki.inspect(call.trace_id, subject_id=subject)
+                     .decisions if d.fact_id}
+        kept = call.packet.facts[0].id
+        # Memory the call did not serve: one it decided against, and the others.
+        unserved = [f.id for f in facts if f.id not in {p.id for p in call.packet.facts}]
+        squeezed = next(i for i in unserved if i in decisions)
+        assert decisions[squeezed].action != "included"
+        haki.feedback(call.trace_id, subject_id=subject, used=[kept], missing=unserved,
+                      verdict="unhelpful", note="<b>needed the city</b>")
+        series = haki.stats_series(days=1, granularity="hour", subject_id=subject)
+        assert series.points[-1].calls_with_missing == 1
+
+    page = browser.new_page(viewport=WIDE)
+    log_in(page, haki_server.url, DEMO_PROJECT, haki_server.key)
+    visit(page, f"{haki_server.url}/console/#view=charts&days=1&subject={subject}")
+    charted = page.eval_on_selector_all("#chart-grid .chart", "cs => cs.map(c => c.dataset.chart)")
+    assert {"used_share", "calls_with_missing", "tokens_per_used_item"} <= set(charted)
+    link = page.locator(f"#missing-calls li[data-trace-id='{call.trace_id}'] a")
+    assert link.count() == 1
+    assert f"{len(unserved)} missing" in page.inner_text(
+        f"#missing-calls li[data-trace-id='{call.trace_id}']")
+    shoot(page, "8-missing-calls")
+
+    settled(page, lambda: link.click())
+    assert f"trace={call.trace_id}" in page.url and not page.is_hidden("#feedback-panel")
+    highlighted = dict(page.eval_on_selector_all(
+        "#decisions tr.missing", "rows => rows.map(r => [r.dataset.id, r.dataset.action])"))
+    assert highlighted == {str(i): decisions[i].action for i in unserved if i in decisions}
+    assert page.eval_on_selector_all("#decisions tr.used",
+                                     "rows => rows.map(r => r.dataset.id)") == [str(kept)]
+    why = dict(page.eval_on_selector_all(
+        "#why-missing li", "items => items.map(i => [i.dataset.missingId, i.dataset.decision])"))
+    assert why == {str(i): decisions[i].action if i in decisions else "none" for i in unserved}
+    reasons = page.inner_text("#why-missing")
+    assert decisions[squeezed].reason_code in reasons
+    # The note is tenant text: shown as text, never as markup.
+    assert "<b>needed the city</b>" in page.inner_text("#feedback")
+    assert page.locator("#feedback b").count() == 0
+    shoot(page, "9-why-missing")
     page.close()

@@ -24,7 +24,7 @@ HAKI_MCP = str(Path(sys.executable).parent / "haki-mcp")
 HAKI_CLI_MCP = [sys.executable, "-m", "haki_local.cli", "mcp"]
 READ_TOOLS = {"recall", "inspect", "list_facts", "list_conflicts", "list_episodes",
               "list_subjects"}
-WRITE_TOOLS = {"remember", "record_fact", "forget", "resolve_conflict"}
+WRITE_TOOLS = {"remember", "record_fact", "forget", "resolve_conflict", "feedback"}
 
 
 def without_haki_settings() -> dict[str, str]:

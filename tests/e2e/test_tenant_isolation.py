@@ -180,6 +180,10 @@ def _probes(memory: dict[str, str], trace: str) -> dict[tuple[str, str], tuple[s
             {**scope, "keep_fact_id": memory["conflict_fact"]}),
         ("POST", "/v1/forget"): ("/v1/forget", {
             **scope, "subject_id": OTHER_SUBJECT, "mode": "delete"}),
+        ("GET", "/v1/subjects"): (f"/v1/subjects?project_id={OTHER}", None),
+        ("POST", "/v1/calls/{trace_id}/feedback"): (f"/v1/calls/{trace}/feedback", {
+            **scope, "subject_id": OTHER_SUBJECT, "verdict": "wrong"}),
+        ("GET", "/v1/eval-set"): (f"/v1/eval-set?project_id={OTHER}", None),
     }
 
 
@@ -187,7 +191,8 @@ def test_every_route_refuses_bs_project_with_as_key(
     client: Client, server: Server, other_memory: dict[str, str], other_trace: str
 ) -> None:
     probes = _probes(other_memory, other_trace)
-    assert set(probes) == {(r.method, r.path) for r in ROUTES}  # a new route needs its probe
+    # A new keyed route needs its probe (the health checks name no project: they have none).
+    assert set(probes) == {(r.method, r.path) for r in ROUTES if not r.public}
     for (method, _), (path, body) in probes.items():
         reply = client.request(method, path, key=server.key, body=body)
         assert (reply.status, reply.json["error"]["code"]) == (403, "forbidden_scope"), path
@@ -225,3 +230,49 @@ def test_bs_ids_under_as_project_are_unknown_and_b_is_untouched(
         "GET", f"/v1/facts?{theirs}", key=other_key).json["facts"]}
     assert conflict in {c["id"] for c in client.request(
         "GET", f"/v1/conflicts?{theirs}", key=other_key).json["conflicts"]}
+
+
+def test_feedback_and_the_eval_set_reach_nothing_of_b(
+    client: Client, server: Server, other_key: str, other_trace: str
+) -> None:
+    """The feedback route and the eval-set export, with A's key: B's call is not found (the
+    same 404 as an unknown one) under A's project and refused under B's; B's ids named in A's
+    own feedback are unknown; A's eval set holds nothing of B's, B's is refused."""
+    b_facts = [str(r.id) for r in demo_document().facts if r.project_id == OTHER]
+    for project in (DEMO_PROJECT, OTHER):
+        reply = client.request("POST", f"/v1/calls/{other_trace}/feedback", key=server.key,
+                               body={"project_id": project, "subject_id": OTHER_SUBJECT,
+                                     "used": b_facts[:1], "verdict": "wrong"})
+        expected = (404, "trace_not_found") if project == DEMO_PROJECT else (403, "forbidden_scope")
+        assert (reply.status, reply.json["error"]["code"]) == expected
+    # B's call holds no feedback from A's attempts.
+    theirs = client.request(
+        "GET", f"/v1/inspect/{other_trace}?project_id={OTHER}&subject_id={OTHER_SUBJECT}",
+        key=other_key)
+    assert theirs.status == 200 and theirs.json["feedback"] == []
+
+    # A's own call, its feedback naming B's facts: unknown ids, named back, nothing stored.
+    mine = client.request("POST", "/v1/context", key=server.key, body={
+        "project_id": DEMO_PROJECT, "subject_id": OTHER_SUBJECT, "query": "allergies ?",
+        "purpose": "probe"})
+    refused = client.request("POST", f"/v1/calls/{mine.json['trace_id']}/feedback",
+                             key=server.key, body={"project_id": DEMO_PROJECT,
+                                                   "subject_id": OTHER_SUBJECT,
+                                                   "missing": b_facts[:2]})
+    assert (refused.status, refused.json["error"]["code"]) == (422, "invalid_feedback_ids")
+    assert all(i in refused.json["error"]["message"] for i in b_facts[:2])
+    # B gives feedback on its own call; A's export holds none of B's calls, memory or ids.
+    given = client.request("POST", f"/v1/calls/{other_trace}/feedback", key=other_key, body={
+        "project_id": OTHER, "subject_id": OTHER_SUBJECT, "verdict": "helpful"})
+    assert given.status == 200
+    exported = client.request("GET", f"/v1/eval-set?project_id={DEMO_PROJECT}", key=server.key)
+    assert exported.status == 200
+    text = str(exported.json)
+    assert OTHER not in text and not any(i in text for i in _other_ids())
+    assert all(q["project_id"] == DEMO_PROJECT for q in exported.json["queries"])
+    for query in (f"project_id={OTHER}", f"project_id={DEMO_PROJECT}&project_id={OTHER}"):
+        reply = client.request("GET", f"/v1/eval-set?{query}", key=server.key)
+        assert (reply.status, reply.json["error"]["code"]) in (
+            (403, "forbidden_scope"), (422, "validation_error")), query
+    own = client.request("GET", f"/v1/eval-set?project_id={OTHER}", key=other_key)
+    assert [q["subject_id"] for q in own.json["queries"]] == [OTHER_SUBJECT]

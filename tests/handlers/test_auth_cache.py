@@ -73,6 +73,7 @@ def _valid_request(route: Any, project_id: str, trace_id: str) -> dict[str, Any]
         ("POST", "/v1/conflicts/{conflict_id}/resolve"): {
             "project_id": project_id, "keep_fact_id": str(uuid.uuid4())},
         ("POST", "/v1/forget"): {**scope, "mode": "delete"},
+        ("POST", "/v1/calls/{trace_id}/feedback"): {**scope, "verdict": "helpful"},
     }
     event: dict[str, Any] = {
         "path_params": {k: v for k, v in path_params.items() if "{" + k + "}" in route.path}
@@ -115,7 +116,8 @@ def _row_counts(conn: Any, project_id: str) -> tuple[int, ...]:
         "SELECT (SELECT count(*) FROM facts WHERE project_id = %(p)s),"
         "       (SELECT count(*) FROM events WHERE project_id = %(p)s),"
         "       (SELECT count(*) FROM context_calls WHERE project_id = %(p)s),"
-        "       (SELECT count(*) FROM facts WHERE project_id = %(p)s AND status <> 'active')",
+        "       (SELECT count(*) FROM facts WHERE project_id = %(p)s AND status <> 'active'),"
+        "       (SELECT count(*) FROM call_feedback WHERE project_id = %(p)s)",
         {"p": project_id}).fetchone()
     return tuple(row)
 

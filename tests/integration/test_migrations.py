@@ -73,13 +73,16 @@ def test_a_history_with_a_hole_is_refused(
     fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path, tmp_path: Path
 ) -> None:
     urls = fresh_database()
-    apply_migrations(urls[Role.OWNER], migrations_dir)
     holed = tmp_path / "holed"
     shutil.copytree(migrations_dir, holed)
-    (holed / "0002_facts_and_events.sql").unlink()
+    (holed / "0002_a_change.sql").write_text("SELECT 1;\n")
+    (holed / "0003_a_later_one.sql").write_text("SELECT 1;\n")
+    apply_migrations(urls[Role.OWNER], holed)
+    (holed / "0002_a_change.sql").unlink()
     with pytest.raises(MigrationError, match="missing on disk"):
         apply_migrations(urls[Role.OWNER], holed)
     # Ahead of the code, yet lacking one of its files: diverged.
+    urls = fresh_database()
     diverged = tmp_path / "diverged"
     shutil.copytree(migrations_dir, diverged)
     (diverged / "0998_elsewhere.sql").write_text("SELECT 1;\n")

@@ -101,7 +101,8 @@ def test_the_default_partition_catches_a_day_without_partition(
 def _partitions(owner: psycopg.Connection) -> set[str]:
     return {r[0] for r in owner.execute(
         "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid "
-        "WHERE i.inhparent IN ('context_calls'::regclass, 'context_traces'::regclass)")}
+        "WHERE i.inhparent IN ('context_calls'::regclass, 'context_traces'::regclass, "
+        "'call_feedback'::regclass)")}
 
 
 def test_retention_drops_only_whole_old_partitions_and_keeps_the_rollups(
@@ -130,7 +131,8 @@ def test_retention_drops_only_whole_old_partitions_and_keeps_the_rollups(
         dropped = partitions_before - _partitions(owner)
         cutoff = (TODAY - timedelta(days=30)).date()
         expected = {f"{t}_p{(TODAY - timedelta(days=d)).strftime('%Y%m%d')}"
-                    for t in ("context_calls", "context_traces") for d in range(31, 46)
+                    for t in ("context_calls", "context_traces", "call_feedback")
+                    for d in range(31, 46)
                     if (TODAY - timedelta(days=d)).date() < cutoff}
         assert dropped == expected
         assert sorted(r.partitions_dropped for r in results) == [0, len(expected)]

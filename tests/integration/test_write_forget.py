@@ -112,7 +112,8 @@ def test_erasing_a_subject_leaves_no_row_of_it_anywhere(
         "facts": before["facts"], "events": before["events"],
         "conflict_sets": before["conflict_sets"], "conflict_sets_updated": 0,
         "context_calls": before["context_calls"], "context_calls_redacted": 0,
-        "context_traces": before["context_traces"], "stats_rollups": before["stats_rollups"]}
+        "context_traces": before["context_traces"], "stats_rollups": before["stats_rollups"],
+        "call_feedback": 0}
     assert set(_subject_rows(owner_conn, writes.project_id, "alice").values()) == {0}
     assert _mentions(owner_conn, writes.project_id, "alice") == {}
     # Nobody else lost anything: bob in the project, alice in the other project.
@@ -226,7 +227,7 @@ def test_erasing_a_fact_removes_it_from_packets_traces_and_sets(writes: Writes) 
     assert counts[language.id] == {
         "facts": 1, "events": 0, "conflict_sets": 0, "conflict_sets_updated": 0,
         "context_calls": 0, "context_calls_redacted": 2, "context_traces": traced,
-        "stats_rollups": 0}
+        "stats_rollups": 0, "call_feedback": 0}
     assert (counts[three[0]]["conflict_sets_updated"], counts[three[0]]["conflict_sets"]) == (1, 0)
     assert (counts[two[0]]["conflict_sets_updated"], counts[two[0]]["conflict_sets"]) == (0, 1)
 

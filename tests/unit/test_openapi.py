@@ -82,6 +82,7 @@ def _api_errors(base: type) -> set[type]:
 
 #: The request model of each operation with a body, to check its example against.
 def _request_models() -> dict[str, type]:
+    from haki.calls.models import FeedbackRequest
     from haki.memory.api import (
         EventsRequest,
         FactsRequest,
@@ -93,7 +94,7 @@ def _request_models() -> dict[str, type]:
 
     return {model.__name__: model for model in (ContextRequest, EventsRequest, FactsRequest,
                                                  FactStatusRequest, ResolveRequest,
-                                                 ForgetRequest)}
+                                                 ForgetRequest, FeedbackRequest)}
 
 
 def test_every_operation_is_named_tagged_and_requires_the_bearer_key() -> None:

@@ -72,9 +72,13 @@ def test_hit_rate_is_an_alias_of_injection_rate() -> None:
 
 def test_fold_rollups_sums_per_scope_and_hour() -> None:
     hour = datetime(2025, 1, 1, 10, tzinfo=UTC)
-    rows = [("p", "s", hour, 3, 2, 1, 50), ("p", "s", hour, 7, 1, 0, 20),
-            ("p", "t", hour, 3, 1, 1, 5)]
+    # Each row: its latency bucket, calls, calls with facts, tokens, then the feedback figures
+    # (calls with feedback, items they served, used, their tokens, calls with missing, missing).
+    rows = [("p", "s", hour, 3, 2, 1, 50, 1, 4, 2, 30, 1, 2),
+            ("p", "s", hour, 7, 1, 0, 20, 1, 3, 3, 20, 0, 0),
+            ("p", "t", hour, 3, 1, 1, 5, 0, 0, 0, 0, 0, 0)]
     folded = fold_rollups(rows)
     assert [(r[0], r[1], r[3], r[4], r[5]) for r in folded] == [
         ("p", "s", 3, 1, 70), ("p", "t", 1, 1, 5)]
     assert folded[0][6][3] == 2 and folded[0][6][7] == 1 and sum(folded[0][6]) == 3
+    assert folded[0][7:] == (2, 7, 5, 50, 1, 2) and folded[1][7:] == (0, 0, 0, 0, 0, 0)

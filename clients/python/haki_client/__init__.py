@@ -41,8 +41,10 @@ from haki_client.errors import (
     UnexpectedResponseError,
     ValidationError,
 )
+from haki_client.handles import cited_ids, handles, resolve_refs
 from haki_client.models import (
     CallDetail,
+    CallFeedback,
     CallPage,
     CallSummary,
     ConflictPage,
@@ -80,6 +82,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "CallDetail",
+    "CallFeedback",
     "CallFilters",
     "CallPage",
     "CallSummary",
@@ -124,6 +127,9 @@ __all__ = [
     "UnexpectedResponseError",
     "ValidationError",
     "__version__",
+    "cited_ids",
     "empty_response",
+    "handles",
     "render",
+    "resolve_refs",
 ]

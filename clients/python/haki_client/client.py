@@ -47,11 +47,13 @@ from haki_client.errors import (
 )
 from haki_client.models import (
     CallDetail,
+    CallFeedback,
     CallPage,
     ConflictPage,
     ContextPacket,
     ContextResponse,
     Error,
+    EvalSet,
     EventIn,
     EventPage,
     EventsResponse,
@@ -73,6 +75,8 @@ from haki_client.models import (
 from haki_client.operations import (
     CALL,
     CONTEXT,
+    EVAL_SET,
+    FEEDBACK,
     FORGET,
     HEALTH,
     INSPECT,
@@ -275,6 +279,9 @@ def _retry_after(response: httpx.Response) -> float:
 
 
 Call = tuple[Operation, dict[str, Any]]
+#: A feedback's verdict, and who gives it.
+Verdict = Literal["helpful", "unhelpful", "wrong"]
+Source = Literal["agent", "person"]
 #: A moment as a query parameter: an aware ``datetime``, or RFC 3339 text with a time zone.
 Moment = datetime | str
 EventLike = EventIn | Mapping[str, Any]
@@ -377,6 +384,20 @@ class _Routes:
         return CALL, {"path": {"trace_id": trace_id}, "query": {
             "project_id": self._scope(project_id), "subject_id": subject_id}}
 
+    def feedback(self, trace_id: UUID | str, subject_id: str, used: Sequence[UUID | str],
+                 missing: Sequence[UUID | str], verdict: str | None, note: str | None,
+                 source: str, project_id: str | None) -> Call:
+        return FEEDBACK, {"path": {"trace_id": trace_id}, "body": {
+            "project_id": self._scope(project_id), "subject_id": subject_id,
+            "used": [str(i) for i in used], "missing": [str(i) for i in missing],
+            "verdict": verdict, "note": note, "source": source}}
+
+    def eval_set(self, since: Moment | None, until: Moment | None, limit: int | None,
+                 project_id: str | None) -> Call:
+        return EVAL_SET, {"query": {"project_id": self._scope(project_id),
+                                    "since": _moment(since), "until": _moment(until),
+                                    "limit": limit}}
+
     def stats_series(self, subject_id: str | None, days: int | None, granularity: str | None,
                      project_id: str | None) -> Call:
         return STATS_SERIES, {"query": {
@@ -458,6 +479,8 @@ class CallFilters(TypedDict, total=False):
     #: Why the packet was empty; ``served``: calls whose packet was not.
     empty_reason: Literal["no_memory", "no_relevant_memory", "all_filtered", "served"]
     purpose: str
+    #: ``any``: calls with feedback; ``missing``: calls whose feedback names missing memory.
+    feedback: Literal["any", "missing"]
     #: Calls made at or after / before this moment (aware ``datetime`` or ISO 8601 text).
     since: Moment
     until: Moment
@@ -595,6 +618,26 @@ class HakiClient:
         """``GET /v1/calls/{trace_id}``: one call's trace, ranking, the current text of each
         candidate and the rendered block."""
         return self._call(*self._routes.get_call(trace_id, subject_id, project_id),
+                          timeout=timeout)
+
+    def feedback(self, trace_id: UUID | str, *, subject_id: str,
+                 used: Sequence[UUID | str] = (), missing: Sequence[UUID | str] = (),
+                 verdict: Verdict | None = None, note: str | None = None,
+                 source: Source = "agent", project_id: str | None = None,
+                 timeout: TimeoutLike = None) -> CallFeedback:
+        """``POST /v1/calls/{trace_id}/feedback``: which served items the answer ``used`` and
+        which of the subject's facts or events were ``missing`` (ids; map the handles a model
+        cites with :func:`haki_client.cited_ids`). A repeat from the same ``source``
+        replaces."""
+        return self._call(*self._routes.feedback(trace_id, subject_id, used, missing, verdict,
+                                                 note, source, project_id), timeout=timeout)
+
+    def eval_set(self, *, since: Moment | None = None, until: Moment | None = None,
+                 limit: int | None = None, project_id: str | None = None,
+                 timeout: TimeoutLike = None) -> EvalSet:
+        """``GET /v1/eval-set``: the project's calls with feedback as a labelled set; write
+        ``answer.model_dump_json()`` to a file and run ``haki eval`` on it."""
+        return self._call(*self._routes.eval_set(since, until, limit, project_id),
                           timeout=timeout)
 
     def list_events(self, subject_id: str, *, thread_id: str | None = None,
@@ -802,6 +845,21 @@ class AsyncHakiClient:
                        project_id: str | None = None,
                        timeout: TimeoutLike = None) -> CallDetail:
         return await self._call(*self._routes.get_call(trace_id, subject_id, project_id),
+                                timeout=timeout)
+
+    async def feedback(self, trace_id: UUID | str, *, subject_id: str,
+                       used: Sequence[UUID | str] = (), missing: Sequence[UUID | str] = (),
+                       verdict: Verdict | None = None, note: str | None = None,
+                       source: Source = "agent", project_id: str | None = None,
+                       timeout: TimeoutLike = None) -> CallFeedback:
+        return await self._call(*self._routes.feedback(
+            trace_id, subject_id, used, missing, verdict, note, source, project_id),
+            timeout=timeout)
+
+    async def eval_set(self, *, since: Moment | None = None, until: Moment | None = None,
+                       limit: int | None = None, project_id: str | None = None,
+                       timeout: TimeoutLike = None) -> EvalSet:
+        return await self._call(*self._routes.eval_set(since, until, limit, project_id),
                                 timeout=timeout)
 
     async def list_events(self, subject_id: str, *, thread_id: str | None = None,

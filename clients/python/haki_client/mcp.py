@@ -26,6 +26,7 @@ from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 from haki_client import __version__
 from haki_client.client import DEFAULT_PURPOSE, DEFAULT_URL, AsyncHakiClient, render
 from haki_client.errors import VALIDATION_ERROR, HakiError
+from haki_client.handles import has_handles, resolve_refs
 from haki_client.models import (
     ConflictPage,
     ContextPacket,
@@ -57,7 +58,10 @@ INSTRUCTIONS = (
     "recorded; `list_conflicts` the facts that contradict each other (hidden until settled) "
     "and `resolve_conflict` keeps one. `forget` stops serving (or erases) a subject's memory "
     "or one fact, and brings a disabled one back. `inspect` explains, for a trace id, why "
-    "each remembered item was or was not included."
+    "each remembered item was or was not included. After answering with recalled memory, "
+    "call `feedback` with the recall's trace id and the handles of the lines your answer used "
+    "(e.g. f2, e5: the [f2] / [e5] before each line of the block), and the ids of any "
+    "remembered fact or event that should have been recalled."
 )
 
 Result = TypeVar("Result")
@@ -117,6 +121,13 @@ class Forgotten(BaseModel):
     mode: str
     counts: dict[str, int]
     receipt_id: str | None
+
+
+class FeedbackGiven(BaseModel):
+    trace_id: str
+    used: list[str] = Field(description="ids of the served items the answer used")
+    missing: list[str] = Field(description="ids of the memory that should have been served")
+    verdict: str | None
 
 
 class Decision(BaseModel):
@@ -413,6 +424,38 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,  # no
         return Forgotten(target=done.target, mode=done.mode, counts=done.counts,
                          receipt_id=str(done.receipt_id) if done.receipt_id else None)
 
+    @server.tool(description="After answering with recalled memory: tell which of its lines "
+                             "the answer used (handles such as f2 or e5, as the block marks "
+                             "them, or ids) and which remembered facts or events should have "
+                             "been recalled (ids). Giving it again for the same recall "
+                             "replaces it.", annotations=writes(idempotent=True))
+    async def feedback(
+        trace_id: Annotated[str, Field(description="the trace id `recall` returned")],
+        used: Annotated[list[str] | None, Field(
+            description="handles (f1, e2, …) or ids of the lines the answer used")] = None,
+        missing: Annotated[list[str] | None, Field(
+            description="ids of facts or events of the subject that were needed but not "
+                        "recalled")] = None,
+        verdict: Annotated[Literal["helpful", "unhelpful", "wrong"] | None, Field(
+            description="how the recalled memory served the answer")] = None,
+        note: Annotated[str | None, Field(description="a short remark")] = None,
+        subject_id: Subject = None,
+    ) -> FeedbackGiven:
+        who = subject(subject_id)
+        used, missing = used or [], missing or []
+        packet = None
+        if has_handles([*used, *missing]):
+            packet = (await call(lambda c: c.inspect(trace_id, subject_id=who))).packet
+        try:
+            used_ids, missing_ids = resolve_refs(used, packet), resolve_refs(missing, packet)
+        except ValueError as error:
+            raise ToolError(f"{VALIDATION_ERROR}: {error}") from None
+        given = await call(lambda c: c.feedback(trace_id, subject_id=who, used=used_ids,
+                                                missing=missing_ids, verdict=verdict,
+                                                note=note))
+        return FeedbackGiven(trace_id=trace_id, used=[str(i) for i in given.used],
+                             missing=[str(i) for i in given.missing], verdict=given.verdict)
+
     @server.tool(description="Explain a recall: for its trace id, the query, the packet "
                              "served and every candidate's decision (included, excluded or "
                              "blocked, with the reason).", annotations=READ_ONLY)
@@ -444,8 +487,8 @@ def build_parser(prog: str = "haki-mcp") -> argparse.ArgumentParser:
         prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Haki's memory as MCP tools on stdio, for an agent host (tools: recall, "
                     "remember, record_fact, list_episodes, list_subjects, list_facts, "
-                    "list_conflicts, resolve_conflict, forget, inspect). A host starts it as a "
-                    "command; it runs until the host closes its input.",
+                    "list_conflicts, resolve_conflict, forget, feedback, inspect). A host "
+                    "starts it as a command; it runs until the host closes its input.",
         epilog=f"environment:\n{variables}\n\nexamples:\n"
                f"  HAKI_URL=http://127.0.0.1:8787 HAKI_API_KEY=hk_… {prog}")
 

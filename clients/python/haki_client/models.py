@@ -11,6 +11,19 @@ from haki_client._base import ContextPacketModel, ContextResponseModel, Model
 from pydantic import AwareDatetime, ConfigDict
 
 
+class CallFeedback(Model):
+    """
+    Feedback on a context call, one per source (``POST /v1/calls/{trace_id}/feedback``).
+    """
+
+    missing: list[UUID]
+    note: str | None
+    source: Literal["agent", "person"]
+    updated_at: AwareDatetime
+    used: list[UUID]
+    verdict: Literal["helpful", "unhelpful", "wrong"] | None
+
+
 class CallSummary(Model):
     """
     One context call as the listing shows it: what was asked and what was served, without
@@ -24,6 +37,7 @@ class CallSummary(Model):
     episodes_served: int
     facts_served: int
     latency_ms: float
+    missing_reported: int
     purpose: str | None
     query: str
     status: Literal["ok", "degraded"]
@@ -128,6 +142,35 @@ class EventsResponse(Model):
     events: list[EventWritten]
 
 
+class ExportedConflict(Model):
+    fact_ids: list[UUID]
+    id: UUID
+    project_id: str
+    reason: str | None
+    status: str = "open"
+    subject_id: str
+
+
+class ExportedEvent(Model):
+    id: UUID
+    kind: str
+    occurred_at: AwareDatetime
+    payload: dict[str, Any]
+    project_id: str
+    subject_id: str
+
+
+class ExportedQuery(Model):
+    budget_tokens: int
+    category: str | None
+    expected_event_ids: list[UUID]
+    expected_fact_ids: list[UUID]
+    project_id: str
+    purpose: str | None
+    query: str
+    subject_id: str
+
+
 class FactIn(Model):
     model_config = ConfigDict(
         extra="forbid",
@@ -141,6 +184,31 @@ class FactIn(Model):
     valid_from: AwareDatetime | None = None
     valid_to: AwareDatetime | None = None
     value: Any
+    volatility: Literal["stable", "slow", "volatile", "ephemeral"] = "stable"
+
+
+class FactRecord(Model):
+    """
+    A fact to store. ``id`` is generated when absent; an existing id is updated (upsert).
+    """
+
+    confidence: float | None = None
+    id: UUID | None = None
+    last_reinforced_at: AwareDatetime | None = None
+    predicate: str
+    project_id: str
+    qualifiers: dict[str, Any] | None = None
+    recorded_from: AwareDatetime | None = None
+    source_event_ids: list[UUID] | None = None
+    status: Literal["candidate", "active", "superseded", "disputed", "disabled", "deleted"] = (
+        "active"
+    )
+    subject_id: str
+    supersedes_id: UUID | None = None
+    valid_from: AwareDatetime | None = None
+    valid_to: AwareDatetime | None = None
+    value: Any
+    version: int = 1
     volatility: Literal["stable", "slow", "volatile", "ephemeral"] = "stable"
 
 
@@ -190,6 +258,24 @@ class FactsRequest(Model):
 
 class FactsResponse(Model):
     facts: list[FactWritten]
+
+
+class FeedbackRequest(Model):
+    """
+    ``POST /v1/calls/{trace_id}/feedback``: what the answer to a call used, and what the
+    call should have served. A repeat from the same ``source`` replaces the previous one.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    missing: list[UUID] | None = None
+    note: str | None = None
+    project_id: str | None = None
+    source: Literal["agent", "person"] = "agent"
+    subject_id: str
+    used: list[UUID] | None = None
+    verdict: Literal["helpful", "unhelpful", "wrong"] | None = None
 
 
 class ForgetRequest(Model):
@@ -296,11 +382,16 @@ class SeriesPoint(Model):
 
     calls: int
     calls_with_facts: int
+    calls_with_feedback: int
+    calls_with_missing: int
     injection_rate: float | None
+    items_used: int
     latency_p50_ms: float | None
     latency_p95_ms: float | None
     start: AwareDatetime
+    tokens_per_used_item: float | None
     tokens_served: int
+    used_share: float | None
 
 
 class StatsOverview(Model):
@@ -395,6 +486,17 @@ class Error(Model):
     error: ErrorDetail
 
 
+class EvalSet(Model):
+    """
+    A labelled set: what ``haki eval FILE`` reads.
+    """
+
+    conflicts: list[ExportedConflict]
+    events: list[ExportedEvent]
+    facts: list[FactRecord]
+    queries: list[ExportedQuery]
+
+
 class EventPage(Model):
     events: list[EventView]
     next_cursor: str | None
@@ -431,6 +533,7 @@ class InspectResponse(Model):
     budget_tokens: int
     created_at: AwareDatetime
     decisions: list[TraceDecision]
+    feedback: list[CallFeedback] | None = None
     packet: ContextPacket
     project_id: str
     purpose: str | None

@@ -11,10 +11,12 @@ from pydantic import BaseModel
 
 from haki_client.models import (
     CallDetail,
+    CallFeedback,
     CallPage,
     ConflictPage,
     ContextRequest,
     ContextResponse,
+    EvalSet,
     EventPage,
     EventsRequest,
     EventsResponse,
@@ -23,6 +25,7 @@ from haki_client.models import (
     FactsResponse,
     FactStatusRequest,
     FactStatusResponse,
+    FeedbackRequest,
     ForgetRequest,
     ForgetResponse,
     Health,
@@ -61,9 +64,15 @@ STATS_OVERVIEW = Operation("GET", "/v1/stats/overview", StatsOverview,
                            query=("project_id", "subject_id"))
 # The console's reads of past calls, usage over time, and a subject's episodes.
 LIST_CALLS = Operation("GET", "/v1/calls", CallPage, query=(
-    "project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose", "since",
-    "until", "cursor", "limit"))
+    "project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose", "feedback",
+    "since", "until", "cursor", "limit"))
 CALL = Operation("GET", "/v1/calls/{trace_id}", CallDetail, query=("project_id", "subject_id"))
+# A repeat from the same source replaces the feedback: safe to send again.
+FEEDBACK = Operation("POST", "/v1/calls/{trace_id}/feedback", CallFeedback,
+                     request=FeedbackRequest)
+# The calls with feedback as a labelled set (haki eval's format).
+EVAL_SET = Operation("GET", "/v1/eval-set", EvalSet,
+                     query=("project_id", "since", "until", "limit"))
 STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
@@ -97,5 +106,5 @@ READY = Operation("GET", "/v1/health/ready", Health)
 OPERATIONS: tuple[Operation, ...] = (
     CONTEXT, INSPECT, STATS_OVERVIEW, WRITE_EVENTS, WRITE_FACTS, LIST_FACTS, SET_FACT_STATUS,
     LIST_CONFLICTS, RESOLVE_CONFLICT, FORGET, LIST_CALLS, CALL, STATS_SERIES, LIST_EVENTS,
-    LIST_SUBJECTS, HEALTH, READY,
+    LIST_SUBJECTS, HEALTH, READY, FEEDBACK, EVAL_SET,
 )

@@ -18,12 +18,13 @@ import {
 } from "./errors.js";
 import { type Operation, OPERATIONS } from "./operations.js";
 import type {
-  CallDetail, CallOptions, CallPage, CallQuery, CallsQuery, ConflictPage, ConflictsQuery,
-  ContextRequest, ContextResponse, ContextResult, EventIn, EventPage, EventsQuery,
-  EventsResponse, EventWritten, FactIn, FactPage, FactsQuery, FactsResponse, FactStatus,
-  FactStatusResponse, FactWritten, ForgetRequest, ForgetResponse, Health, InProject,
-  InspectQuery, InspectResponse, MessageIn, ResolveResponse, SeriesQuery, StatsOverview,
-  StatsQuery, StatsSeries, SubjectPage, SubjectsQuery,
+  CallDetail, CallFeedback, CallOptions, CallPage, CallQuery, CallsQuery, ConflictPage,
+  ConflictsQuery, ContextRequest, ContextResponse, ContextResult, EvalSet, EvalSetQuery,
+  EventIn, EventPage, EventsQuery, EventsResponse, EventWritten, FactIn, FactPage, FactsQuery,
+  FactsResponse, FactStatus, FactStatusResponse, FactWritten, FeedbackRequest, ForgetRequest,
+  ForgetResponse, Health, InProject, InspectQuery, InspectResponse, MessageIn,
+  ResolveResponse, SeriesQuery, StatsOverview, StatsQuery, StatsSeries, SubjectPage,
+  SubjectsQuery,
 } from "./types.js";
 
 export const VERSION = "0.1.0";
@@ -204,6 +205,25 @@ export class HakiClient {
           options: CallOptions = {}): Promise<CallDetail> {
     return this.call(OPERATIONS.call, { path: { trace_id: traceId }, query: this.inProject(query) },
       options);
+  }
+
+  /** `POST /v1/calls/{trace_id}/feedback`: which served items the answer `used` and which of
+   * the subject's facts or events were `missing` (ids; `citedIds` maps the handles a model
+   * cites). A repeat from the same `source` replaces. */
+  feedback(traceId: string, request: InProject<FeedbackRequest>): Promise<CallFeedback> {
+    return this.call(OPERATIONS.feedback, {
+      path: { trace_id: traceId },
+      body: { ...request, project_id: request.project_id ?? this.projectId },
+    });
+  }
+
+  /** `GET /v1/eval-set`: the project's calls with feedback as a labelled set (write it as
+   * JSON and run `haki eval` on it). */
+  evalSet(query: EvalSetQuery = {}): Promise<EvalSet> {
+    const { since, until, ...rest } = query;
+    return this.call(OPERATIONS.evalSet, {
+      query: this.inProject({ ...rest, since: iso(since), until: iso(until) }),
+    });
   }
 
   /** `GET /v1/events`: a page of the subject's episodes (of one thread, with `thread_id`),

@@ -22,6 +22,7 @@ export {
   PermissionDeniedError, RateLimitError, ServerError, UNEXPECTED_RESPONSE,
   UnexpectedResponseError, VALIDATION_ERROR, ValidationError,
 } from "./errors.js";
+export { citedIds, handles, resolveRefs } from "./handles.js";
 export { OPERATIONS } from "./operations.js";
 export type { Operation, OperationName } from "./operations.js";
 export type * from "./types.js";

@@ -31,11 +31,21 @@ export const OPERATIONS = {
   listCalls: {
     method: "GET", path: "/v1/calls",
     query: ["project_id", "subject_id", "q", "status", "warning", "empty_reason", "purpose",
-      "since", "until", "cursor", "limit"],
+      "feedback", "since", "until", "cursor", "limit"],
     body: false, idempotent: true,
   },
   call: {
     method: "GET", path: "/v1/calls/{trace_id}", query: ["project_id", "subject_id"],
+    body: false, idempotent: true,
+  },
+  // A repeat from the same source replaces the feedback: safe to send again.
+  feedback: {
+    method: "POST", path: "/v1/calls/{trace_id}/feedback", query: [], body: true,
+    idempotent: true,
+  },
+  // The calls with feedback as a labelled set (haki eval's format).
+  evalSet: {
+    method: "GET", path: "/v1/eval-set", query: ["project_id", "since", "until", "limit"],
     body: false, idempotent: true,
   },
   statsSeries: {

@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calls/{trace_id}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Tell which served items the answer used and which memory was missing */
+        post: operations["giveFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conflicts": {
         parameters: {
             query?: never;
@@ -83,6 +100,23 @@ export interface paths {
         put?: never;
         /** Assemble the context packet for a subject */
         post: operations["getContext"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/eval-set": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's calls with feedback as a labelled set that haki eval reads */
+        get: operations["exportEvalSet"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -280,6 +314,30 @@ export interface components {
             };
             trace: components["schemas"]["InspectResponse"];
         };
+        /**
+         * CallFeedback
+         * @description Feedback on a context call, one per source (``POST /v1/calls/{trace_id}/feedback``).
+         */
+        CallFeedback: {
+            /** Missing */
+            missing: string[];
+            /** Note */
+            note: string | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "agent" | "person";
+            /**
+             * Updated At
+             * Format: date-time
+             */
+            updated_at: string;
+            /** Used */
+            used: string[];
+            /** Verdict */
+            verdict: ("helpful" | "unhelpful" | "wrong") | null;
+        };
         /** CallPage */
         CallPage: {
             /** Calls */
@@ -310,6 +368,8 @@ export interface components {
             facts_served: number;
             /** Latency Ms */
             latency_ms: number;
+            /** Missing Reported */
+            missing_reported: number;
             /** Purpose */
             purpose: string | null;
             /** Query */
@@ -468,6 +528,20 @@ export interface components {
             message: string;
         };
         /**
+         * EvalSet
+         * @description A labelled set: what ``haki eval FILE`` reads.
+         */
+        EvalSet: {
+            /** Conflicts */
+            conflicts: components["schemas"]["ExportedConflict"][];
+            /** Events */
+            events: components["schemas"]["ExportedEvent"][];
+            /** Facts */
+            facts: components["schemas"]["FactRecord"][];
+            /** Queries */
+            queries: components["schemas"]["ExportedQuery"][];
+        };
+        /**
          * EventIn
          * @description An episode to store. ``id`` or ``idempotency_key`` (at most one) makes its delivery
          *     idempotent: a replay returns the original id and writes nothing.
@@ -556,6 +630,69 @@ export interface components {
             /** Events */
             events: components["schemas"]["EventWritten"][];
         };
+        /** ExportedConflict */
+        ExportedConflict: {
+            /** Fact Ids */
+            fact_ids: string[];
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Project Id */
+            project_id: string;
+            /** Reason */
+            reason: string | null;
+            /**
+             * Status
+             * @default open
+             */
+            status: string;
+            /** Subject Id */
+            subject_id: string;
+        };
+        /** ExportedEvent */
+        ExportedEvent: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            id: string;
+            /** Kind */
+            kind: string;
+            /**
+             * Occurred At
+             * Format: date-time
+             */
+            occurred_at: string;
+            /** Payload */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** Project Id */
+            project_id: string;
+            /** Subject Id */
+            subject_id: string;
+        };
+        /** ExportedQuery */
+        ExportedQuery: {
+            /** Budget Tokens */
+            budget_tokens: number;
+            /** Category */
+            category: string | null;
+            /** Expected Event Ids */
+            expected_event_ids: string[];
+            /** Expected Fact Ids */
+            expected_fact_ids: string[];
+            /** Project Id */
+            project_id: string;
+            /** Purpose */
+            purpose: string | null;
+            /** Query */
+            query: string;
+            /** Subject Id */
+            subject_id: string;
+        };
         /** FactIn */
         FactIn: {
             /** Confidence */
@@ -593,6 +730,57 @@ export interface components {
             facts: components["schemas"]["FactView"][];
             /** Next Cursor */
             next_cursor: string | null;
+        };
+        /**
+         * FactRecord
+         * @description A fact to store. ``id`` is generated when absent; an existing id is updated (upsert).
+         */
+        FactRecord: {
+            /** Confidence */
+            confidence?: number | null;
+            /** Id */
+            id?: string | null;
+            /** Last Reinforced At */
+            last_reinforced_at?: string | null;
+            /** Predicate */
+            predicate: string;
+            /** Project Id */
+            project_id: string;
+            /** Qualifiers */
+            qualifiers?: {
+                [key: string]: unknown;
+            };
+            /** Recorded From */
+            recorded_from?: string | null;
+            /** Source Event Ids */
+            source_event_ids?: string[];
+            /**
+             * Status
+             * @default active
+             * @enum {string}
+             */
+            status: "candidate" | "active" | "superseded" | "disputed" | "disabled" | "deleted";
+            /** Subject Id */
+            subject_id: string;
+            /** Supersedes Id */
+            supersedes_id?: string | null;
+            /** Valid From */
+            valid_from?: string | null;
+            /** Valid To */
+            valid_to?: string | null;
+            /** Value */
+            value: unknown;
+            /**
+             * Version
+             * @default 1
+             */
+            version: number;
+            /**
+             * Volatility
+             * @default stable
+             * @enum {string}
+             */
+            volatility: "stable" | "slow" | "volatile" | "ephemeral";
         };
         /** FactStatusRequest */
         FactStatusRequest: {
@@ -696,6 +884,31 @@ export interface components {
             facts: components["schemas"]["FactWritten"][];
         };
         /**
+         * FeedbackRequest
+         * @description ``POST /v1/calls/{trace_id}/feedback``: what the answer to a call used, and what the
+         *     call should have served. A repeat from the same ``source`` replaces the previous one.
+         */
+        FeedbackRequest: {
+            /** Missing */
+            missing?: string[];
+            /** Note */
+            note?: string | null;
+            /** Project Id */
+            project_id?: string | null;
+            /**
+             * Source
+             * @default agent
+             * @enum {string}
+             */
+            source: "agent" | "person";
+            /** Subject Id */
+            subject_id: string;
+            /** Used */
+            used?: string[];
+            /** Verdict */
+            verdict?: ("helpful" | "unhelpful" | "wrong") | null;
+        };
+        /**
          * ForgetRequest
          * @description Forget one subject or one fact: ``disable`` stops serving it (reversible), ``enable``
          *     serves it again, ``delete`` erases the rows (right to erasure) and returns a receipt.
@@ -759,6 +972,8 @@ export interface components {
             created_at: string;
             /** Decisions */
             decisions: components["schemas"]["TraceDecision"][];
+            /** Feedback */
+            feedback?: components["schemas"]["CallFeedback"][];
             packet: components["schemas"]["ContextPacket"];
             /** Project Id */
             project_id: string;
@@ -899,8 +1114,14 @@ export interface components {
             calls: number;
             /** Calls With Facts */
             calls_with_facts: number;
+            /** Calls With Feedback */
+            calls_with_feedback: number;
+            /** Calls With Missing */
+            calls_with_missing: number;
             /** Injection Rate */
             injection_rate: number | null;
+            /** Items Used */
+            items_used: number;
             /** Latency P50 Ms */
             latency_p50_ms: number | null;
             /** Latency P95 Ms */
@@ -910,8 +1131,12 @@ export interface components {
              * Format: date-time
              */
             start: string;
+            /** Tokens Per Used Item */
+            tokens_per_used_item: number | null;
             /** Tokens Served */
             tokens_served: number;
+            /** Used Share */
+            used_share: number | null;
         };
         /**
          * StatsOverview
@@ -1050,6 +1275,8 @@ export interface operations {
                 /** @description why the packet was empty; served: calls whose packet was not */
                 empty_reason?: ("no_memory" | "no_relevant_memory" | "all_filtered") | "served" | null;
                 purpose?: string | null;
+                /** @description any: calls with feedback; missing: calls whose feedback names memory that should have been served */
+                feedback?: ("any" | "missing") | null;
                 /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
                 since?: string | null;
                 /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
@@ -1171,6 +1398,117 @@ export interface operations {
                 };
             };
             /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    giveFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description trace_id returned by POST /v1/context; any other text is an unknown trace (404) */
+                trace_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "missing": [],
+                 *       "project_id": "acme-support",
+                 *       "source": "agent",
+                 *       "subject_id": "user-42",
+                 *       "used": [
+                 *         "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+                 *       ],
+                 *       "verdict": "helpful"
+                 *     }
+                 */
+                "application/json": components["schemas"]["FeedbackRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallFeedback"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description trace_not_found: Unknown trace id, or one of another scope (the same answer: no existence leak) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: request body over 256 KiB (262144 bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description validation_error: request body is not JSON */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); invalid_feedback_ids: Feedback names ids it cannot: `used` ids the call did not serve, or `missing` ids that are no fact or event of the call's subject (another subject's or project's ids get the same answer as unknown ones). The message names them */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -1453,6 +1791,79 @@ export interface operations {
                 };
             };
             /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]); budget_exceeded: `budget_tokens` is not a positive integer */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description service_unavailable: the memory store cannot be reached */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportEvalSet: {
+        parameters: {
+            query?: {
+                project_id?: string | null;
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
+                since?: string | null;
+                /** @description RFC 3339 with a time zone (not a number), e.g. 2026-12-01T00:00:00Z */
+                until?: string | null;
+                /** @description calls at most (the newest of the window) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EvalSet"];
+                };
+            };
+            /** @description unauthorized: missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description forbidden_scope: the project is not the API key's */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing_scope (project_id or subject_id absent or empty) or validation_error (malformed JSON, wrong type, unknown field, bad id; a batch names the record, e.g. facts[3]) */
             422: {
                 headers: {
                     [name: string]: unknown;

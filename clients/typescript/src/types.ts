@@ -22,6 +22,14 @@ export type SeriesPoint = Schemas["SeriesPoint"];
 export type CallSummary = Schemas["CallSummary"];
 export type CallPage = Schemas["CallPage"];
 export type CallDetail = Schemas["CallDetail"];
+/** Feedback on a call: `used` and `missing` ids (default none), `source` "agent" by default. */
+export type FeedbackRequest = Defaulted<Schemas["FeedbackRequest"], "source">;
+export type CallFeedback = Schemas["CallFeedback"];
+export type EvalSet = Schemas["EvalSet"];
+/** What `evalSet()` exports; `since` and `until` also take a `Date`. */
+export type EvalSetQuery = Omit<NonNullable<paths["/v1/eval-set"]["get"]["parameters"]["query"]>,
+  "since" | "until" | "project_id"> & { since?: string | Date | null; until?: string | Date | null;
+  project_id?: string };
 export type EventView = Schemas["EventView"];
 export type EventPage = Schemas["EventPage"];
 export type SubjectView = Schemas["SubjectView"];

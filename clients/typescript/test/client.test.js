@@ -7,9 +7,10 @@ import { createServer } from "node:http";
 import { describe, test } from "node:test";
 
 import {
-  APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError, ConfigurationError,
-  ConflictError, DEFAULT_PURPOSE, HakiClient, HakiError, NotFoundError, PermissionDeniedError,
-  RateLimitError, render, ServerError, UnexpectedResponseError, ValidationError,
+  APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError, citedIds,
+  ConfigurationError, ConflictError, DEFAULT_PURPOSE, HakiClient, HakiError, handles,
+  NotFoundError, PermissionDeniedError, RateLimitError, render, resolveRefs, ServerError,
+  UnexpectedResponseError, ValidationError,
 } from "../dist/esm/index.js";
 
 const live = process.env.HAKI_URL && process.env.HAKI_API_KEY;
@@ -55,6 +56,23 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
   test("the health checks", async () => {
     assert.deepEqual(await haki().health(), { status: "ok" });
     assert.deepEqual(await haki().health({ ready: true }), { status: "ready" });
+  });
+
+  test("feedback: the cited handles as ids, listed by inspect; bad ids refused", async () => {
+    const client = haki();
+    const answer = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", render: true });
+    const used = citedIds("In English [f1], as she wrote [f1].", answer.packet);
+    assert.deepEqual(used, [answer.packet.facts[0].id]);
+    const stored = await client.feedback(answer.trace_id, { subject_id: SUBJECT, used, verdict: "helpful" });
+    assert.deepEqual([stored.source, stored.used, stored.missing], ["agent", used, []]);
+    const trace = await client.inspect(answer.trace_id, { subject_id: SUBJECT });
+    assert.deepEqual(trace.feedback, [stored]);
+    assert.deepEqual(await codeOf(client.feedback(answer.trace_id, { subject_id: SUBJECT, missing: ["3fdb9157-2449-4afe-a59b-5c5b0c621f5a"] })), ["invalid_feedback_ids", 422]);
+    assert.deepEqual(await codeOf(client.feedback("3fdb9157-2449-4afe-a59b-5c5b0c621f5a", { subject_id: SUBJECT })), ["trace_not_found", 404]);
+    const set = await client.evalSet({ since: new Date(trace.created_at) });
+    const query = set.queries.find((q) => q.expected_fact_ids.includes(used[0]) && q.query === QUERY);
+    assert.ok(query, "the call with feedback is a query of the eval set");
+    assert.equal(query.category, "helpful");
   });
 
   test("errors carry the stable code", async () => {
@@ -260,6 +278,23 @@ async function closedPort() {
   await new Promise((resolve) => server.close(resolve));
   return `http://127.0.0.1:${port}`;
 }
+
+describe("handles", () => {
+  const packet = {
+    facts: [{ id: "00000000-0000-4000-8000-00000000000a" }, { id: "00000000-0000-4000-8000-00000000000b" }],
+    episodes: [{ event_id: "00000000-0000-4000-8000-0000000000e1" }],
+    warnings: [], status: "ok", empty_reason: null,
+  };
+
+  test("follow the packet order, one-based; a made-up citation names nothing", () => {
+    assert.deepEqual([...handles(packet).keys()], ["f1", "f2", "e1"]);
+    assert.deepEqual(citedIds("see [e1] then [f2], [f2] and [f7]", packet),
+      ["00000000-0000-4000-8000-0000000000e1", "00000000-0000-4000-8000-00000000000b"]);
+    assert.deepEqual(resolveRefs(["f1", "[e1]", "00000000-0000-4000-8000-00000000000A"], packet),
+      ["00000000-0000-4000-8000-00000000000a", "00000000-0000-4000-8000-0000000000e1"]);
+    assert.throws(() => resolveRefs(["f3", "x"], packet), /f3, x/);
+  });
+});
 
 describe("retries, timeouts and fail-open", () => {
   test("503 and 429 are retried; Retry-After is honoured", async () => {

@@ -1,8 +1,10 @@
 // The Haki console: a project's context calls (searched, filtered, paged), one call's packet
 // and every decision, two calls compared, a subject's memory (facts, conflicts with resolve,
-// episodes, "why not this fact?") and usage charts. It reads and writes only through the
-// public API with the tenant's key, kept in this tab's session storage. Memory is tenant data
-// and may hold markup, so every text goes into the page through textContent, never as HTML.
+// episodes, "why not this fact?"), usage and quality charts, and the calls whose feedback
+// reports missing memory, each opening on the decision of what was missing. It reads and
+// writes only through the public API with the tenant's key, kept in this tab's session
+// storage. Memory is tenant data and may hold markup, so every text goes into the page
+// through textContent, never as HTML.
 
 const KEY_STORE = "haki.console.key";
 const PROJECT_STORE = "haki.console.project";
@@ -156,7 +158,8 @@ const factText = (predicate, value) => {
 // ------------------------------------------------------------------ the list of calls
 
 const FILTERS = [["q", "#q"], ["status", "#f-status"], ["warning", "#f-warning"],
-  ["empty_reason", "#f-empty"], ["subject_id", "#f-subject"], ["purpose", "#f-purpose"],
+  ["empty_reason", "#f-empty"], ["feedback", "#f-feedback"], ["subject_id", "#f-subject"],
+  ["purpose", "#f-purpose"],
   ["since", "#f-since"], ["until", "#f-until"]];
 
 /** The listing's query from the hash: dates are whole UTC days, ``until`` included. */
@@ -211,7 +214,8 @@ function showCalls(params) {
           // One compact flag, so that the time stays whole; the codes are its tooltip.
           call.warnings.length ? el("span", { class: "flag", text: `⚠ ${call.warnings.length}`,
             title: call.warnings.map((w) => w.split(":")[0]).join(", "),
-            "aria-label": `warnings: ${call.warnings.map((w) => w.split(":")[0]).join(", ")}` }) : null),
+            "aria-label": `warnings: ${call.warnings.map((w) => w.split(":")[0]).join(", ")}` }) : null,
+          call.missing_reported ? el("span", { class: "flag missing", text: `${call.missing_reported} missing` }) : null),
         el("div", { class: "query", text: call.query, title: call.query })),
       el("td", { class: "num", text: `${call.facts_served} · ${call.episodes_served}` }),
       el("td", { class: "num tokens", text: `${call.token_count}/${call.budget_tokens}`,
@@ -341,6 +345,11 @@ function showCall(data) {
       title: { "sim.": "similarity", "vec #": "vector arm rank", "text #": "text arm rank" }[name] })),
     el("th", { class: "num", text: "tokens" }), el("th", { class: "num", text: "packed" })));
 
+  const feedback = trace.feedback ?? [];
+  const missing = new Set(feedback.flatMap((f) => f.missing));
+  const used = new Set(feedback.flatMap((f) => f.used));
+  showFeedback(data, missing);
+
   const body = $("#decisions tbody");
   body.replaceChildren();
   let packed = 0;
@@ -358,7 +367,8 @@ function showCall(data) {
     const note = [decision.fact_id ? "fact" : "episode", short(id),
       decision.unconfirmed ? "unconfirmed" : null,
       decision.expanded_from ? `next to ${short(decision.expanded_from)}` : null].filter(Boolean);
-    body.append(el("tr", { class: `decision ${decision.action}`, "data-action": decision.action, "data-id": id },
+    const reported = missing.has(id) ? " missing" : used.has(id) ? " used" : "";
+    body.append(el("tr", { class: `decision ${decision.action}${reported}`, "data-action": decision.action, "data-id": id },
       el("td", { class: "num", text: decision.rank ?? "—" }),
       el("td", { class: "candidate" },
         el("span", { class: "label", text: id in texts ? candidateText(texts[id]) : "(erased since)" }),
@@ -372,6 +382,35 @@ function showCall(data) {
       el("td", { class: "num", text: decision.tokens ?? "—" }),
       el("td", { class: "num", text: decision.action === "included" ? String(packed) : "" })));
   }
+}
+
+/** The call's feedback, one line per source, and for each item reported missing why the call
+ * did not serve it: its own decision (highlighted in the table), or no decision at all. */
+function showFeedback({ trace, texts }, missing) {
+  const feedback = trace.feedback ?? [];
+  $("#feedback-panel").hidden = feedback.length === 0;
+  $("#feedback").replaceChildren(...feedback.map((f) => el("li", { "data-source": f.source },
+    el("strong", { text: f.source }),
+    el("span", { text: ` · ${f.verdict ?? "no verdict"} · ${f.used.length} used · ${f.missing.length} missing` }),
+    f.note ? el("span", { class: "hint", text: ` · “${f.note}”` }) : null)));
+  const decisions = new Map(trace.decisions.map((d) => [d.fact_id ?? d.event_id, d]));
+  // What was left of the budget when the packer came to each candidate.
+  const left = new Map();
+  let packed = 0;
+  for (const d of trace.decisions) {
+    left.set(d.fact_id ?? d.event_id, trace.budget_tokens - packed);
+    if (d.action === "included") packed += d.tokens ?? 0;
+  }
+  $("#why-missing").replaceChildren(...[...missing].map((id) => {
+    const decision = decisions.get(id);
+    const what = texts[id] ?? `${short(id)} (not among this call's candidates)`;
+    const why = decision
+      ? `${decision.action}: ${decision.reason_code} — ${reasonOf(decision, left.get(id))}` +
+        `${decision.rank == null ? "" : ` (rank ${decision.rank})`}`
+      : "never a candidate: neither the vector arm nor the text arm retrieved it for this query";
+    return el("li", { "data-missing-id": id, "data-decision": decision ? decision.action : "none" },
+      el("span", { class: "label", text: what }), el("span", { class: "reason", text: ` — ${why}` }));
+  }));
 }
 
 // ------------------------------------------------------------------ two calls compared
@@ -576,9 +615,12 @@ async function showCharts(params) {
   };
   // Counts as bars (a bucket is a count, and one bucket is still a bar), rates and latencies
   // as lines with markers; every y axis starts at 0 with room above its highest value, the
-  // injection rate's runs 0–1. The project and the subject each have a colour of their own.
+  // rates run 0–1. The project and the subject each have a colour of their own.
   const panels = [["Calls", ["calls"], "bars"], ["Latency p50 / p95 (ms)", ["latency_p50_ms", "latency_p95_ms"], "line"],
-    ["Injection rate (share of calls served a fact)", ["injection_rate"], "rate"], ["Tokens served", ["tokens_served"], "bars"]];
+    ["Injection rate (share of calls served a fact)", ["injection_rate"], "rate"], ["Tokens served", ["tokens_served"], "bars"],
+    ["Share of served items used", ["used_share"], "rate"],
+    ["Calls with missing memory reported", ["calls_with_missing"], "bars"],
+    ["Tokens per used item", ["tokens_per_used_item"], "line"]];
   const names = { latency_p50_ms: "p50 ", latency_p95_ms: "p95 " };
   // The whole window on the x axis, so that a single bucket is drawn where it lies in it,
   // with room on each side for the bars of the first and the last bucket.
@@ -590,6 +632,7 @@ async function showCharts(params) {
   for (const chart of charts.splice(0)) chart.destroy();
   const grid = $("#chart-grid");
   grid.replaceChildren();
+  await showMissingCalls(subject);
   if (xs.length === 0) {
     grid.append(el("p", { class: "hint", text: "No call in this window." }));
     return;
@@ -629,6 +672,17 @@ async function showCharts(params) {
       axes: [{}, yAxis],
     }, data, box));
   }
+}
+
+/** The calls whose feedback reports missing memory, newest first; each opens on the call. */
+async function showMissingCalls(subject) {
+  const page = await api("calls", { feedback: "missing", subject_id: subject, limit: 20 });
+  const list = $("#missing-calls");
+  list.replaceChildren(...page.calls.map((call) => el("li", { "data-trace-id": call.trace_id },
+    el("a", { href: `#${new URLSearchParams({ view: "call", trace: call.trace_id, subject: call.subject_id })}`,
+      text: call.query }),
+    el("span", { class: "hint" }, ` · ${call.subject_id} · `, when(call.created_at), ` · ${call.missing_reported} missing`))));
+  if (page.calls.length === 0) list.append(el("li", { class: "hint", text: "No call with missing memory reported." }));
 }
 
 // ------------------------------------------------------------------ views and wiring

@@ -194,3 +194,15 @@ class IdempotencyConflict(HakiError):
 
     code = "idempotency_conflict"
     status = 409
+
+
+# --------------------------------------------------------------------------- feedback
+
+
+class InvalidFeedbackIds(HakiError):
+    """Feedback names ids it cannot: ``used`` ids the call did not serve, or ``missing`` ids
+    that are no fact or event of the call's subject (another subject's or project's ids get the
+    same answer as unknown ones). The message names them."""
+
+    code = "invalid_feedback_ids"
+    status = 422

@@ -278,6 +278,24 @@ TRACE_ARRAYS: tuple[tuple[str, str], ...] = (
 TRACE_COLUMNS = ", ".join(column for column, _ in TRACE_ARRAYS)
 
 
+#: Who gave a call's feedback: the agent (its model, after answering) or a person reviewing.
+FeedbackSource = Literal["agent", "person"]
+FeedbackVerdict = Literal["helpful", "unhelpful", "wrong"]
+
+
+class CallFeedback(_Strict):
+    """Feedback on a context call, one per source (``POST /v1/calls/{trace_id}/feedback``)."""
+
+    source: FeedbackSource
+    #: Ids of the facts and episodes (events) of the packet that the answer used.
+    used: list[UUID]
+    #: Ids of the subject's facts and events that the call should have served.
+    missing: list[UUID]
+    verdict: FeedbackVerdict | None
+    note: str | None
+    updated_at: datetime
+
+
 class InspectResponse(_Strict):
     trace_id: UUID
     project_id: str
@@ -289,6 +307,8 @@ class InspectResponse(_Strict):
     token_count: int
     created_at: datetime
     decisions: list[TraceDecision]
+    #: The call's feedback, one per source (agent first).
+    feedback: list[CallFeedback] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- memory document

@@ -157,7 +157,8 @@ def classify_validation(errors: Sequence[Mapping[str, Any]]) -> HakiError:
     The message names each distinct problem (and the record of a batch by its index)."""
     absent_scope = [
         e for e in errors
-        if e.get("type") in _ABSENT and e.get("loc") and str(e["loc"][-1]) in SCOPE_FIELDS
+        if (e.get("type") in _ABSENT or e.get("input") == "")
+        and e.get("loc") and str(e["loc"][-1]) in SCOPE_FIELDS
     ]
     if absent_scope:
         named = "; ".join(dict.fromkeys(_describe(e) for e in absent_scope))

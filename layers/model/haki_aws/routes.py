@@ -40,6 +40,10 @@ ROUTES: tuple[Route, ...] = (
     # The console's reads of past calls (same function as inspect: same tables, same replica).
     Route("GET", "/v1/calls", "inspect"),
     Route("GET", "/v1/calls/{trace_id}", "inspect"),
+    # Feedback on a call: what its answer used, what it missed (a short write of the calls).
+    Route("POST", "/v1/calls/{trace_id}/feedback", "inspect"),
+    # The calls with feedback as a labelled set (haki eval's format).
+    Route("GET", "/v1/eval-set", "inspect"),
     Route("GET", "/v1/stats/overview", "stats"),
     Route("GET", "/v1/stats/series", "stats"),
     # Writes that embed (the model, a full vCPU): functions/ingest.

@@ -17,7 +17,8 @@ from haki.errors import HakiError
 from haki_local.environment import use_local_defaults
 
 #: Sub-modules of this package that contribute commands (each has ``register(subparsers)``).
-COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "mcp")
+COMMAND_MODULES = ("db", "memory", "keys", "serve", "stats", "openapi", "eval", "evalset",
+                   "mcp")
 
 #: The examples each sub-command's ``--help`` ends with.
 EXAMPLES = {
@@ -39,6 +40,8 @@ EXAMPLES = {
     "eval": ["haki eval tests/data/eval_bilingual.json --budget 900,2000",
              "haki eval my-set.json --misses          # the set's format: docs/eval.md",
              "haki eval my-set.json --json > report.json"],
+    "eval-set": ["haki eval-set export --project acme-support --since 2026-12-01 "
+                 "--out traces.json", "haki eval traces.json --budget 400,900"],
 }
 
 

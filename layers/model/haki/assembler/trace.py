@@ -16,6 +16,7 @@ from haki.errors import TraceNotFound
 from haki.models import (
     TRACE_ARRAYS,
     TRACE_COLUMNS,
+    CallFeedback,
     ContextPacket,
     ContextRequest,
     ContextResponse,
@@ -84,6 +85,16 @@ WHERE trace_id = %(trace_id)s AND project_id = %(project_id)s
 ORDER BY ordinal
 """
 
+#: The call's feedback, one row per source (call_feedback primary key, pruned like the call).
+SELECT_FEEDBACK = """
+SELECT source, used, missing, verdict, note, updated_at
+FROM call_feedback
+WHERE project_id = %(project_id)s AND trace_id = %(trace_id)s AND subject_id = %(subject_id)s
+  AND call_created_at >= %(from)s AND call_created_at < %(until)s
+ORDER BY source
+"""
+
+
 def new_trace_id(at: datetime | None = None) -> UUID:
     """A UUIDv7 (RFC 9562): 48 bits of Unix time in ms (now, or ``at``), version, 74 random
     bits. Time-ordered (the primary key's B-tree appends) and it tells inspect which day
@@ -95,7 +106,8 @@ def new_trace_id(at: datetime | None = None) -> UUID:
     return UUID(int=value)
 
 
-_UNBOUNDED = (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+#: Every partition: the bounds of an id minted before UUIDv7 trace ids.
+UNBOUNDED = (datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
 
 
 def parse_trace_id(text: str) -> UUID:
@@ -115,7 +127,7 @@ def trace_time_bounds(trace_id: UUID) -> tuple[datetime, datetime]:
     the service's clock stop at 9999) is no trace of this service: :class:`TraceNotFound`.
     """
     if trace_id.version != 7:
-        return _UNBOUNDED
+        return UNBOUNDED
     try:
         at = datetime.fromtimestamp((trace_id.int >> 80) / 1000, tz=UTC)
         return at - TRACE_TIME_SLACK, at + TRACE_TIME_SLACK
@@ -192,17 +204,20 @@ def _load_trace(
     # The id's own day first (one or two partitions); a row whose time was changed after the
     # fact (a clock far off, a backfill, a test ageing its calls) is still found by one more
     # look across every partition before the answer is "not found".
-    for lo, hi in (trace_time_bounds(trace_id), _UNBOUNDED):
+    for lo, hi in (trace_time_bounds(trace_id), UNBOUNDED):
         params = {"trace_id": trace_id, "project_id": project_id, "subject_id": subject_id,
                   "from": lo, "until": hi}
         with db.transaction(project_id, pipeline=True) as conn:
             call_cursor = conn.cursor(row_factory=dict_row).execute(SELECT_CALL, params)
             decision_cursor = conn.cursor(row_factory=dict_row).execute(
                 SELECT_DECISIONS, params)
+            feedback_cursor = conn.cursor(row_factory=dict_row).execute(
+                SELECT_FEEDBACK, params)
         call = call_cursor.fetchone()
         if call is not None:
             return InspectResponse(
-                **call, decisions=[TraceDecision(**row) for row in decision_cursor.fetchall()])
-        if (lo, hi) == _UNBOUNDED:
+                **call, decisions=[TraceDecision(**row) for row in decision_cursor.fetchall()],
+                feedback=[CallFeedback(**row) for row in feedback_cursor.fetchall()])
+        if (lo, hi) == UNBOUNDED:
             break
     raise TraceNotFound("no trace with this id in this scope")

@@ -1,5 +1,6 @@
 """``GET /v1/calls/{trace_id}``: one call as the console draws it — the trace as inspect reads
-it, the current text of the facts and events it names, and the packet as the rendered block."""
+it (with its feedback), the current text of the facts and events it and its feedback name, and
+the packet as the rendered block."""
 
 from collections.abc import Sequence
 from uuid import UUID
@@ -50,10 +51,13 @@ def call_detail(
     ``subject_id`` may be left out, as in inspect."""
     trace = load_trace(db, project_id=project_id, subject_id=subject_id, trace_id=trace_id,
                        reader=reader)
+    # The items its feedback names too: memory reported missing may never have been a
+    # candidate (either kind: a lookup by id in each table).
+    named = [i for f in trace.feedback for i in (*f.used, *f.missing)]
     texts = candidate_texts(
         reader or db, project_id=project_id, subject_id=trace.subject_id,
-        fact_ids=[d.fact_id for d in trace.decisions if d.fact_id is not None],
-        event_ids=[d.event_id for d in trace.decisions if d.event_id is not None])
+        fact_ids=[d.fact_id for d in trace.decisions if d.fact_id is not None] + named,
+        event_ids=[d.event_id for d in trace.decisions if d.event_id is not None] + named)
     ranking = Ranking(rrf_k=config.rrf_k, rrf_weight_vector=config.rrf_weight_vector,
                       rrf_weight_text=config.rrf_weight_text)
     return CallDetail(trace=trace, texts={str(k): v for k, v in texts.items()},

@@ -10,12 +10,16 @@ from haki.memory.pagination import read_page
 #: subject), newest first after the cursor, each optional filter off when its parameter is
 #: NULL. The search is a case-insensitive substring of the query or the subject id
 #: (``strpos``: no pattern syntax to escape); a warning is matched by its code (the text
-#: before its colon) in the stored packet.
+#: before its colon) in the stored packet. A call's feedback (its missing ids, the feedback
+#: filter) is read by the call_feedback primary key.
 LIST_CALLS = """
 SELECT trace_id, subject_id, query, purpose, budget_tokens, token_count, status, empty_reason,
        ARRAY(SELECT jsonb_array_elements_text(packet->'warnings')) AS warnings,
-       facts_served, episodes_served, candidates, latency_ms, created_at
-FROM context_calls
+       facts_served, episodes_served, candidates, latency_ms, created_at,
+       (SELECT count(DISTINCT m) FROM call_feedback AS f, unnest(f.missing) AS m
+        WHERE f.project_id = c.project_id AND f.trace_id = c.trace_id
+          AND f.call_created_at = c.created_at) AS missing_reported
+FROM context_calls AS c
 WHERE project_id = %(project_id)s
   AND (%(subject_id)s::text IS NULL OR subject_id = %(subject_id)s)
   AND (%(q)s::text IS NULL OR strpos(lower(query), lower(%(q)s)) > 0
@@ -28,6 +32,11 @@ WHERE project_id = %(project_id)s
        OR (%(empty_reason)s = 'served' AND empty_reason IS NULL)
        OR empty_reason = %(empty_reason)s)
   AND (%(purpose)s::text IS NULL OR purpose = %(purpose)s)
+  AND (%(feedback)s::text IS NULL OR EXISTS (
+      SELECT FROM call_feedback AS f
+      WHERE f.project_id = c.project_id AND f.trace_id = c.trace_id
+        AND f.call_created_at = c.created_at
+        AND (%(feedback)s = 'any' OR cardinality(f.missing) > 0)))
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s)
   AND (%(until)s::timestamptz IS NULL OR created_at < %(until)s)
   AND (%(after_at)s::timestamptz IS NULL
@@ -42,7 +51,7 @@ def list_calls(db: Database, project_id: str, request: CallListRequest) -> CallP
     check_scope(project_id, request)
     params = request.model_dump(
         include={"subject_id", "q", "status", "warning", "empty_reason", "purpose", "since",
-                 "until"})
+                 "until", "feedback"})
     calls, next_cursor = read_page(
         db, project_id, LIST_CALLS, params, cursor=request.cursor, limit=request.limit,
         view=CallSummary, sort_key=("created_at", "trace_id"))

@@ -12,12 +12,13 @@
   conflict set opens where one meets an active fact of another value, as the status route
   does); for a fact, it becomes active (``disabled → active``).
 - ``delete`` is the right to erasure. Of a **subject**: every row of the subject goes — facts,
-  events, conflict sets, context calls with their trace rows, stats rollups — in one
-  transaction that holds the subject's exclusive lock (writers of the subject wait). Of a
+  events, conflict sets, context calls with their trace rows and feedback, stats rollups — in
+  one transaction that holds the subject's exclusive lock (writers of the subject wait). Of a
   **fact**: the row goes, with the trace rows that name it; it is cut out of the stored packets
   that served it and out of conflict sets (a set left with fewer than two facts goes); a fact
-  that superseded it loses the link (``ON DELETE SET NULL``). Afterwards no packet or
-  trace returned by the API holds the erased fact's id.
+  that superseded it loses the link (``ON DELETE SET NULL``); its id is cut out of the
+  calls' feedback (``used``, ``missing``). Afterwards no packet, trace or feedback returned by
+  the API holds the erased fact's id.
 
 An erasure leaves a receipt (``erasure_receipts``): counts per table and the time, no
 content — not even the subject or fact id.
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 #: Counts of an erasure, in the receipt's column order.
 RECEIPT_COUNTS = (
     "facts", "events", "conflict_sets", "conflict_sets_updated", "context_calls",
-    "context_calls_redacted", "context_traces", "stats_rollups",
+    "context_calls_redacted", "context_traces", "stats_rollups", "call_feedback",
 )
 
 #: Every row of one subject, in one statement. Indexes: facts_scope_idx, events_scope_idx,
@@ -159,6 +160,22 @@ SELECT (SELECT count(*) FROM fact_gone) AS facts,
 """
 
 #: A subject's disabled facts, oldest recorded first (facts_scope_idx).
+#: The feedback of an erased subject's calls. A statement of its own, after the erasure's: it
+#: sees feedback committed while the erasure waited for its locks (haki.calls.feedback).
+ERASE_SUBJECT_FEEDBACK = """
+DELETE FROM call_feedback WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+"""
+#: An erased fact's id cut out of the feedback that names it (a statement of its own, as
+#: above), dated now so that the aggregation re-folds those calls' hours.
+REDACT_FACT_FEEDBACK = """
+UPDATE call_feedback
+SET used = array_remove(used, %(id)s), missing = array_remove(missing, %(id)s),
+    updated_at = now()
+WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s
+  AND (%(id)s = ANY (used) OR %(id)s = ANY (missing))
+"""
+
+#: A subject's disabled facts, oldest recorded first (facts_scope_idx).
 SELECT_DISABLED = """
 SELECT id FROM facts
 WHERE project_id = %(project_id)s AND subject_id = %(subject_id)s AND status = 'disabled'
@@ -194,8 +211,10 @@ def forget(db: Database, project_id: str, request: ForgetRequest) -> ForgetRespo
                     change_status(conn, project_id, fact_id, "active")
                 counts = {"facts": len(disabled)}
             else:
-                counts = _erase(conn, ERASE_SUBJECT, {
-                    "project_id": project_id, "subject_id": request.subject_id})
+                scope: dict[str, object] = {"project_id": project_id,
+                                            "subject_id": request.subject_id}
+                counts = _erase(conn, ERASE_SUBJECT, scope)
+                counts["call_feedback"] = conn.execute(ERASE_SUBJECT_FEEDBACK, scope).rowcount
         else:
             assert request.fact_id is not None
             if request.mode != "delete":
@@ -220,15 +239,16 @@ def _erase_fact(conn: psycopg.Connection, project_id: str, fact_id: UUID) -> dic
         raise FactNotFound("no fact with this id in this project")
     subject_id, predicate = found[1], found[2]
     lock_scopes(conn, project_id, {subject_id}, {(subject_id, predicate)})
-    counts = _erase(conn, ERASE_FACT, {
-        "project_id": project_id, "subject_id": subject_id, "id": fact_id,
-        "served": Jsonb([{"id": str(fact_id)}])})
+    params = {"project_id": project_id, "subject_id": subject_id, "id": fact_id,
+              "served": Jsonb([{"id": str(fact_id)}])}
+    counts = _erase(conn, ERASE_FACT, params)
     if counts["facts"] == 0:  # erased by a concurrent request after it was read
         raise FactNotFound("no fact with this id in this project")
+    counts["call_feedback"] = conn.execute(REDACT_FACT_FEEDBACK, params).rowcount
     return counts
 
 
 def _erase(conn: psycopg.Connection, statement: str, params: dict[str, object]) -> dict[str, int]:
     row = conn.cursor(row_factory=dict_row).execute(statement, params).fetchone()
     assert row is not None
-    return {name: int(row[name]) for name in RECEIPT_COUNTS}
+    return {name: int(row[name]) for name in RECEIPT_COUNTS if name in row}

@@ -18,6 +18,11 @@ Design
   ``now() - grace`` (:data:`GRACE`, 15 min, longer than any context call can live: API
   Gateway gives up after 29 s and the functions time out well before 15 min), so no call can
   commit behind the watermark.
+* **Feedback.** A rollup also counts its calls' feedback (``stats.feedback``). Feedback
+  comes after its call, often once the call's hour is rolled up: each run also recomputes,
+  whole, the hours of the calls whose feedback was written or redacted since the previous run
+  (``call_feedback.updated_at`` against ``stats_watermark.feedback_until``, with the same
+  grace), so a rolled hour catches up at the next run.
 * **Idempotence.** Each run recomputes *whole* hours from the raw calls (which are insert-only)
   and upserts them: re-running, or re-running a window with ``rerun_from``, writes the same
   rows. Runs are serialised by a row lock on the watermark.

@@ -49,6 +49,16 @@ class SeriesPoint(BaseModel):
     tokens_served: int
     latency_p50_ms: float | None
     latency_p95_ms: float | None
+    #: Calls with feedback (``POST /v1/calls/{trace_id}/feedback``, any source).
+    calls_with_feedback: int
+    #: Served items (facts and episodes) of those calls that their answers used.
+    items_used: int
+    #: Share of the served items of the calls with feedback that the answers used.
+    used_share: float | None
+    #: Calls whose feedback names memory that should have been served.
+    calls_with_missing: int
+    #: Tokens the calls with feedback served, per used item (the budget a used item costs).
+    tokens_per_used_item: float | None
 
 
 class StatsSeries(BaseModel):
