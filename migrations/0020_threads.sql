@@ -1,8 +1,8 @@
 -- Threads, and a conversation in the order it was said.
 --
 -- 1. events.thread_id: the conversation thread an event belongs to (optional, the rules of
---    subject_id). A context call may narrow its episodes to one thread; the turns around an
---    episode are those of its own thread.
+--    subject_id). A context call may narrow its episodes (and the turns around them) to one
+--    thread.
 -- 2. events.seq: the order events were said within one time, one number per event. The
 --    messages of one batch often share a time (the server's, when they give none);
 --    (occurred_at, seq) is the order they were said everywhere: the packet, GET /v1/events,

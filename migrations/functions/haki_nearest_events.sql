@@ -49,7 +49,8 @@ BEGIN
     FROM (SELECT array_agg(s.id) AS ids FROM sources AS s) AS source
     CROSS JOIN LATERAL haki_neighbour_turns(p_project_id, p_subject_id, source.ids,
                                             p_neighbour_span) AS near
-    WHERE p_use_neighbours;
+    -- A call narrowed to a thread serves none of another thread's turns.
+    WHERE p_use_neighbours AND (p_thread_id IS NULL OR near.thread_id = p_thread_id);
 END
 $$;
 REVOKE ALL ON FUNCTION haki_nearest_events(

@@ -1,11 +1,10 @@
 """Threads and the order of a conversation, against the real database: a thread round-trips
 through writes, ``GET /v1/events`` and the context call, which narrows its episodes to it
 (facts stay subject-wide); the messages of one batch keep their order wherever they are read,
-though they share one time; the turns around an episode are those of its own thread."""
+though they share one time."""
 
 import re
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from haki.memory.events import ingest_events
 from haki.memory.pagination import encode_cursor
 from haki.models import ContextRequest
 from haki.validation import parse
-from tests.integration.conftest import NOW, Asker, Seeder, Writes, blend, unit_vector
+from tests.integration.conftest import NOW, Writes
 
 CONVERSATION = [
     ("user", "My train to Lyon leaves at nine, can you book a quiet carriage?"),
@@ -127,20 +126,3 @@ def test_a_cursor_of_another_listing_is_refused(writes: Writes) -> None:
     foreign = encode_cursor(NOW, writes.fact("a", "b").id)  # a facts cursor: (time, id)
     with pytest.raises(ValidationFailed, match="field 'cursor'"):
         listing(writes, cursor=foreign)
-
-
-def test_the_turns_around_an_episode_are_those_of_its_thread(seed: Seeder, ask: Asker) -> None:
-    """Two threads interleaved in time: the best turn's neighbours come from its own thread
-    only, however close in time the other thread's turns are."""
-    query = unit_vector(1)
-    turns = [seed.event("conversation.message", {"text": f"turn {i}"},
-                        blend(query, unit_vector(1000), 0.1) if i == 2
-                        else unit_vector(700 + i),
-                        occurred_at=NOW - timedelta(minutes=10 - i)) for i in range(6)]
-    for i, event_id in enumerate(turns):
-        seed.conn.execute("UPDATE events SET thread_id = %s WHERE id = %s",
-                          ("even" if i % 2 == 0 else "odd", event_id))
-    config = replace(DEFAULT_CONFIG, vector_top_k=1, use_text_arm=False)
-    served = ask("x", query, config=config).response.packet.episodes
-    assert [e.event_id for e in served] == [turns[0], turns[2], turns[4]]
-    assert {e.thread_id for e in served} == {"even"}
