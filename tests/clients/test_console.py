@@ -472,7 +472,7 @@ def test_calls_with_missing_memory_open_on_why_it_was_not_served(
                  haki.record_fact(subject, "billing_city", "Porto, Rua das Flores 12"),
                  haki.record_fact(subject, "pet", "a parrot named Kiwi")]
         call = haki.context(subject, "Which language and which billing city for the invoice?",
-                            purpose="support_reply", budget_tokens=12)
+                            purpose="support_reply", budget_tokens=20)  # one fact's block
         decisions = {d.fact_id: d for d in haki.inspect(call.trace_id, subject_id=subject)
                      .decisions if d.fact_id}
         kept = call.packet.facts[0].id
