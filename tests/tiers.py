@@ -34,6 +34,7 @@ TIER_OF_FILE = {
     "tests/integration/test_write_conflicts.py": "model",
     "tests/integration/test_write_batch_races.py": "model",
     "tests/integration/test_write_events.py": "model",
+    "tests/integration/test_threads.py": "model",
     "tests/integration/test_storage_quota.py": "model",
     "tests/integration/test_write_facts.py": "model",
     "tests/integration/test_write_forget.py": "model",

@@ -55,6 +55,7 @@ from haki_aws.params import (
     PageLimitQuery,
     PredicateQuery,
     ScopeQuery,
+    ThreadQuery,
 )
 
 app = gateway.api_resolver()
@@ -84,13 +85,15 @@ def get_facts(
 def get_events(
     subject_id: ScopeQuery,
     project_id: OptionalScopeQuery = None,
+    thread_id: ThreadQuery = None,
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> EventPage:
     scope = key_scope(app, project_id)
     log_scope(scope, subject_id)
     request = parse(EventListRequest, {
-        "project_id": project_id, "subject_id": subject_id, "cursor": cursor, "limit": limit})
+        "project_id": project_id, "subject_id": subject_id, "thread_id": thread_id,
+        "cursor": cursor, "limit": limit})
     return list_events(db, scope, request)
 
 

@@ -26,6 +26,8 @@ class EventRecord(_Record):
     id: UUID | None = None
     project_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
     subject_id: Label = Field(min_length=1, max_length=SCOPE_MAX_CHARS)
+    #: The conversation thread of the subject (optional).
+    thread_id: Label | None = Field(default=None, min_length=1, max_length=SCOPE_MAX_CHARS)
     kind: Label = Field(min_length=1, max_length=128)
     payload: dict[str, Any] = Field(default_factory=dict)
     occurred_at: Timestamp | None = None

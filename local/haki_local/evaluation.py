@@ -7,12 +7,19 @@ its scope, the question and the ids that a good packet must cover. Coverage rule
 - an expected **event** is covered when it is an episode of the packet, or cited in the
   ``source_event_ids`` of a packet fact (the fact carries the episode's evidence).
 
+Both are measured on what the model reads: the packet is what its ``<haki_memory>`` block
+holds, and the budget bounds that block, tags, headers and every line counted
+(``haki.assembler.packing``); each run also counts the blocks whose estimate exceeds the
+budget (``blocks_over_budget``, 0 by construction) and reports their mean estimate
+(``mean_tokens``).
+
 Recall counts ids; the **content** measure checks that what was served still holds the evidence,
 so that shorter excerpts cannot buy recall by dropping it. For an expected event, the evidence
 is the sentence of its text (cut in pieces of at most :data:`EVIDENCE_CHARS`) that shares the
 most words with the question and its reference ``answer`` (when the set has one); the event's
-evidence is carried when a served excerpt holds that sentence, or when a packet fact cites the
-event. An expected fact is carried when served. ``content_recall`` is the share carried.
+evidence is carried when its line of the block holds that sentence, or when a packet fact
+cites the event. An expected fact is carried when served. ``content_recall`` is the share
+carried.
 
 A query with no expected id is a *negative* query (nothing in memory answers it): it does not
 count in the recall figures; the share of negatives that still received facts is reported, and
@@ -48,6 +55,7 @@ from tqdm import tqdm
 from haki.assembler import RetrievalConfig, assemble
 from haki.assembler.assemble import Embed
 from haki.assembler.config import STOPWORDS
+from haki.assembler.render import render_packet, said
 from haki.assembler.trace import load_trace
 from haki.db import Database, Role
 from haki.db.connection import acting_for
@@ -194,7 +202,7 @@ def carried(query: EvalQuery, packet: ContextPacket, evidence: Mapping[UUID, str
     the module doc); ``evidence``: :func:`evidence_of` the query."""
     fact_ids = {f.id for f in packet.facts}
     cited = {e for f in packet.facts for e in f.source_event_ids}
-    served = {e.event_id: _normal(e.excerpt) for e in packet.episodes}
+    served = {e.event_id: _normal(said(e.role, e.name, e.excerpt)) for e in packet.episodes}
     return (sum(1 for i in query.expected_fact_ids if i in fact_ids)
             + sum(1 for i in query.expected_event_ids
                   if i in cited or (i in served and i in evidence
@@ -210,6 +218,8 @@ class Outcome:
     #: Expected items whose content the packet carries (``carried``).
     carried: int
     token_count: int
+    #: Whether the rendered block's estimate exceeds the call's budget.
+    over_budget: bool
     latency_ms: float
     facts_served: int
     episodes_served: int
@@ -277,6 +287,7 @@ class Evaluator:
             outcomes.append(Outcome(
                 q, coverage(q, packet), carried(q, packet, evidence),
                 result.response.token_count,
+                len(render_packet(packet)) // 4 > request.budget_tokens,
                 result.timings_ms["total"], result.facts_served,
                 result.episodes_served, result.response.trace_id))
         return outcomes
@@ -353,6 +364,7 @@ def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
             for c in categories
             if (of_c := [o for o in positive if o.query.category == c])},
         "mean_tokens": round(float(np.mean([o.token_count for o in outcomes])), 1),
+        "blocks_over_budget": sum(o.over_budget for o in outcomes),
         "mean_facts_served": round(float(np.mean([o.facts_served for o in outcomes])), 2),
         "mean_episodes_served": round(float(np.mean([o.episodes_served for o in outcomes])), 2),
         "latency_ms": {"p50": round(float(np.percentile(latencies, 50)), 2),

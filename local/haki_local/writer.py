@@ -83,9 +83,9 @@ class MemoryWriter:
                 for e, v in event_rows:
                     assert e.id is not None  # every event was given an id above
                     rows.append(event_row(
-                        id=e.id, project_id=e.project_id, subject_id=e.subject_id, kind=e.kind,
-                        payload=e.payload, occurred_at=e.occurred_at, idempotency_key=None,
-                        embedding=v))
+                        id=e.id, project_id=e.project_id, subject_id=e.subject_id,
+                        thread_id=e.thread_id, kind=e.kind, payload=e.payload,
+                        occurred_at=e.occurred_at, idempotency_key=None, embedding=v))
                 conn.cursor().executemany(UPSERT_EVENT, rows)
                 tick(len(event_rows))
             for project, fact_rows in _by_project(facts, fact_vectors):

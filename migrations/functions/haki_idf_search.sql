@@ -15,10 +15,11 @@
 -- worth 0.005 recall on the dev sets). Candidates: the rows holding the query's rarest terms —
 -- terms taken in ascending document frequency while their frequencies add up to at most
 -- p_candidates (the rarest always), ORed into one tsquery, at most p_candidates rows per
--- table. A row holding only common terms scores little anyway.
+-- table. A row holding only common terms scores little anyway. With p_thread_id, the events
+-- are those of that thread (the idf stays the scope's).
 CREATE OR REPLACE FUNCTION haki_idf_search(
     p_subject_id text, p_terms text[], p_with_events boolean, p_candidates integer,
-    p_limit integer)
+    p_limit integer, p_thread_id text)
 RETURNS TABLE (item text, id uuid, score double precision)
 LANGUAGE plpgsql STABLE SECURITY DEFINER ROWS 32
 SET search_path = pg_catalog, public, pg_temp
@@ -83,6 +84,7 @@ BEGIN
             (SELECT 'event'::text, e.id, e.search_vector
              FROM events AS e
              WHERE $3 AND e.project_id = $1 AND e.subject_id = $2 AND e.search_vector @@ $6
+               AND ($9::text IS NULL OR e.thread_id = $9)
              LIMIT $7)
         )
         SELECT m.item, m.id, sum(t.idf) FILTER (WHERE m.v @@ t.q)
@@ -92,9 +94,10 @@ BEGIN
         ORDER BY 3 DESC, m.id
         LIMIT $8
     $sql$ USING v_project, p_subject_id, p_with_events, v_terms, v_idf, v_seek, p_candidates,
-                p_limit;
+                p_limit, p_thread_id;
 END
 $$;
-REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer)
+REVOKE ALL ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer, text)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION haki_idf_search(text, text[], boolean, integer, integer, text)
     TO haki_app;

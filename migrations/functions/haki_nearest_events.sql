@@ -1,6 +1,8 @@
--- The vector arm over events: the scope's p_vector_top_k events nearest the question, with
--- their distance and excerpt, then the turns around the nearest p_neighbour_sources of them
--- (item 'neighbour', with the source they belong to, their step from it and their distance).
+-- The vector arm over events: the scope's p_vector_top_k events nearest the question (of the
+-- thread p_thread_id, when not NULL), with their distance and excerpt, then the turns around
+-- the nearest p_neighbour_sources of them (item 'neighbour', with the source they belong to,
+-- their step from it and their distance). Every event row carries its thread and its place in
+-- the order written (seq).
 --
 -- plan_cache_mode = force_custom_plan, the graph search of haki_scan_rows rows kept exactly and
 -- the bounded exact read of a scope it left short (haki_nearest_events_exact), for the reasons
@@ -10,9 +12,11 @@ CREATE OR REPLACE FUNCTION haki_nearest_events(
     p_scan_rows integer, p_use_vector_arm boolean, p_use_episodes boolean,
     p_events_graph text, p_ef_search_min integer, p_ef_search_max integer,
     p_rows_per_ef integer, p_max_scan_tuples text, p_neighbour_sources integer,
-    p_excerpt_chars integer, p_neighbour_span integer, p_use_neighbours boolean)
+    p_excerpt_chars integer, p_neighbour_span integer, p_use_neighbours boolean,
+    p_thread_id text)
 RETURNS TABLE (item text, id uuid, distance double precision, kind text, payload jsonb,
-               occurred_at timestamptz, source_id uuid, step bigint)
+               occurred_at timestamptz, source_id uuid, step bigint, thread_id text,
+               seq bigint)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_custom_plan
 SET search_path = pg_catalog, public, pg_temp
@@ -31,13 +35,15 @@ BEGIN
         FROM events AS e
         WHERE p_use_vector_arm AND p_use_episodes
           AND e.project_id = p_project_id AND e.subject_id = p_subject_id
+          AND (p_thread_id IS NULL OR e.thread_id = p_thread_id)
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
         ORDER BY e.embedding <=> p_query_vector
         LIMIT v_scan_rows
     ),
     exact AS MATERIALIZED (
-        SELECT x.* FROM haki_nearest_events_exact(p_project_id, p_subject_id, p_query_vector,
-                                                   p_vector_top_k, p_max_scan_tuples::integer) AS x
+        SELECT x.* FROM haki_nearest_events_exact(p_project_id, p_subject_id, p_thread_id,
+                                                   p_query_vector, p_vector_top_k,
+                                                   p_max_scan_tuples::integer) AS x
         WHERE (SELECT count(*) FROM scanned) < p_vector_top_k
           AND p_use_vector_arm AND p_use_episodes
           AND NOT haki_subject_disabled(p_project_id, p_subject_id)
@@ -55,22 +61,23 @@ BEGIN
     )
     SELECT 'event'::text, n.id, n.distance, e.kind,
            haki_episode_excerpt(e.payload, p_excerpt_chars), e.occurred_at,
-           NULL::uuid, NULL::bigint
+           NULL::uuid, NULL::bigint, e.thread_id, e.seq
     FROM nearest AS n
     JOIN events AS e ON e.ctid = n.ctid
     UNION ALL
     SELECT 'neighbour', near.id, (near.embedding <=> p_query_vector)::float8, near.kind,
            haki_episode_excerpt(near.payload, p_excerpt_chars), near.occurred_at,
-           near.source_id, near.step
+           near.source_id, near.step, near.thread_id, near.seq
     FROM (SELECT array_agg(s.id) AS ids FROM sources AS s) AS source
     CROSS JOIN LATERAL haki_neighbour_turns(p_project_id, p_subject_id, source.ids,
                                             p_neighbour_span) AS near
-    WHERE p_use_neighbours;
+    -- A call narrowed to a thread serves none of another thread's turns.
+    WHERE p_use_neighbours AND (p_thread_id IS NULL OR near.thread_id = p_thread_id);
 END
 $$;
 REVOKE ALL ON FUNCTION haki_nearest_events(
     text, text, vector, integer, integer, boolean, boolean, text, integer, integer, integer,
-    text, integer, integer, integer, boolean) FROM PUBLIC;
+    text, integer, integer, integer, boolean, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_nearest_events(
     text, text, vector, integer, integer, boolean, boolean, text, integer, integer, integer,
-    text, integer, integer, integer, boolean) TO haki_app;
+    text, integer, integer, integer, boolean, text) TO haki_app;

@@ -1,9 +1,9 @@
--- The nearest p_wanted events of the scope among at most p_read_rows of them, read without
--- the graph: haki_nearest_events's completion of a graph search that came back short
--- (PL/pgSQL for the reason haki_nearest_facts_exact gives).
+-- The nearest p_wanted events of the scope (of the thread p_thread_id, when not NULL) among at
+-- most p_read_rows of them, read without the graph: haki_nearest_events's completion of a
+-- graph search that came back short (PL/pgSQL for the reason haki_nearest_facts_exact gives).
 CREATE OR REPLACE FUNCTION haki_nearest_events_exact(
-    p_project_id text, p_subject_id text, p_query_vector vector, p_wanted integer,
-    p_read_rows integer)
+    p_project_id text, p_subject_id text, p_thread_id text, p_query_vector vector,
+    p_wanted integer, p_read_rows integer)
 RETURNS TABLE (ctid tid, id uuid, distance double precision)
 LANGUAGE plpgsql STABLE
 SET search_path = pg_catalog, public, pg_temp
@@ -15,12 +15,13 @@ BEGIN
     FROM (SELECT e.ctid, e.id, e.embedding
           FROM events AS e
           WHERE e.project_id = p_project_id AND e.subject_id = p_subject_id
+            AND (p_thread_id IS NULL OR e.thread_id = p_thread_id)
           LIMIT p_read_rows) AS e
     ORDER BY 3, 2
     LIMIT p_wanted;
 END
 $$;
-REVOKE ALL ON FUNCTION haki_nearest_events_exact(text, text, vector, integer, integer)
+REVOKE ALL ON FUNCTION haki_nearest_events_exact(text, text, text, vector, integer, integer)
     FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION haki_nearest_events_exact(text, text, vector, integer, integer)
+GRANT EXECUTE ON FUNCTION haki_nearest_events_exact(text, text, text, vector, integer, integer)
     TO haki_app;

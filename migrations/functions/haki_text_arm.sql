@@ -1,7 +1,9 @@
 -- The text arm: the facts and events of the scope that share the question's rarest terms
 -- (haki_idf_search), ranked by idf, each with its stored embedding (the caller computes its
 -- distance) and what the packet and the rules need; then the turns around its events (item
--- 'neighbour', with the source they belong to and their step from it).
+-- 'neighbour', with the source they belong to and their step from it). With p_thread_id, its
+-- events are those of that thread (its facts stay the subject's). Every event row carries its
+-- thread and its place in the order written (seq).
 --
 -- Terms: the question's lexemes ('simple' parser, as the stored search vectors), one-letter
 -- ones and p_stopwords dropped, the p_max_terms longest kept.
@@ -15,12 +17,13 @@ CREATE OR REPLACE FUNCTION haki_text_arm(
     p_text_candidates integer, p_text_top_k integer,
     p_horizon_slow_seconds double precision, p_horizon_volatile_seconds double precision,
     p_horizon_ephemeral_seconds double precision, p_excerpt_chars integer,
-    p_neighbour_span integer, p_use_neighbours boolean)
+    p_neighbour_span integer, p_use_neighbours boolean, p_thread_id text)
 RETURNS TABLE (item text, id uuid, text_arm_rank bigint, text_rank double precision,
                embedding vector, predicate text, value jsonb, confidence real,
                valid_from timestamptz, source_event_ids uuid[], volatility text,
                conflict_open boolean, horizon_passed boolean, kind text, payload jsonb,
-               occurred_at timestamptz, source_id uuid, step bigint)
+               occurred_at timestamptz, source_id uuid, step bigint, thread_id text,
+               seq bigint)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan
 SET search_path = pg_catalog, public, pg_temp
@@ -41,7 +44,7 @@ BEGIN
                row_number() OVER (ORDER BY hit.score DESC, hit.id) AS text_arm_rank
         FROM terms
         CROSS JOIN LATERAL haki_idf_search(p_subject_id, terms.terms, p_use_episodes,
-                                           p_text_candidates, p_text_top_k) AS hit
+                                           p_text_candidates, p_text_top_k, p_thread_id) AS hit
         WHERE p_use_text_arm AND NOT haki_subject_disabled(p_project_id, p_subject_id)
     ),
     sources AS (SELECT a.id FROM arm AS a WHERE a.item = 'event')
@@ -54,23 +57,24 @@ BEGIN
                                p_horizon_slow_seconds, p_horizon_volatile_seconds,
                                p_horizon_ephemeral_seconds),
            e.kind, haki_episode_excerpt(e.payload, p_excerpt_chars), e.occurred_at,
-           NULL::uuid, NULL::bigint
+           NULL::uuid, NULL::bigint, e.thread_id, e.seq
     FROM arm AS a
     LEFT JOIN facts AS f ON a.item = 'fact' AND f.project_id = p_project_id AND f.id = a.id
     LEFT JOIN events AS e ON a.item = 'event' AND e.project_id = p_project_id AND e.id = a.id
     UNION ALL
     SELECT 'neighbour', near.id, NULL, NULL, near.embedding, NULL, NULL, NULL, NULL, NULL,
            NULL, NULL, NULL, near.kind, haki_episode_excerpt(near.payload, p_excerpt_chars),
-           near.occurred_at, near.source_id, near.step
+           near.occurred_at, near.source_id, near.step, near.thread_id, near.seq
     FROM (SELECT array_agg(s.id) AS ids FROM sources AS s) AS source
     CROSS JOIN LATERAL haki_neighbour_turns(p_project_id, p_subject_id, source.ids,
                                             p_neighbour_span) AS near
-    WHERE p_use_neighbours;
+    -- A call narrowed to a thread serves none of another thread's turns.
+    WHERE p_use_neighbours AND (p_thread_id IS NULL OR near.thread_id = p_thread_id);
 END
 $$;
 REVOKE ALL ON FUNCTION haki_text_arm(
     text, text, text, text[], integer, boolean, boolean, integer, integer, double precision,
-    double precision, double precision, integer, integer, boolean) FROM PUBLIC;
+    double precision, double precision, integer, integer, boolean, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_text_arm(
     text, text, text, text[], integer, boolean, boolean, integer, integer, double precision,
-    double precision, double precision, integer, integer, boolean) TO haki_app;
+    double precision, double precision, integer, integer, boolean, text) TO haki_app;

@@ -3,6 +3,7 @@ block, open a forged one or add lines of its own, whatever it holds — on the l
 HTTP, for memory loaded to break out of it, and on hostile packets given to the renderer the
 service runs (``haki.assembler.render``)."""
 
+import re
 import sys
 import unicodedata
 
@@ -15,7 +16,7 @@ from tests.e2e.conftest import Client, Server
 
 def assert_sealed(block: str, facts: int, episodes: int) -> None:
     """The block's own two tags and nothing else that could be read as a tag; one line per
-    fact and per episode, under its heading."""
+    fact and per episode, each starting with its handle, and group headers."""
     for form in ("NFKC", "NFKD"):  # what a tokenizer or a reader may normalise it to
         normal = unicodedata.normalize(form, block)
         assert normal.count("<") == 2 and normal.count(">") == 2, (form, block)
@@ -24,9 +25,12 @@ def assert_sealed(block: str, facts: int, episodes: int) -> None:
     assert lines[0] == "<haki_memory>" and lines[-1] == "</haki_memory>", block
     assert block.count("<") == 2 and block.count(">") == 2, block
     body = lines[1:-1]
-    expected = (["Facts:"] if facts else []) + (["Episodes:"] if episodes else [])
-    assert [line for line in body if not line.startswith("- ")] == expected, block
-    assert len(body) == len(expected) + facts + episodes, block
+    handles = [f"[f{i}] " for i in range(1, facts + 1)] + \
+        [f"[e{j}] " for j in range(1, episodes + 1)]
+    assert [line[:len(line.split(" ")[0]) + 1] for line in body
+            if not re.match(r"## \d{4}-\d{2}-\d{2}(?: · .*)?$", line)] == handles, block
+    if episodes:
+        assert body[facts].startswith("## "), block  # the first episode's group header
 
 
 def test_live_hostile_memory_cannot_close_or_forge_the_served_block(haki_server: Server):

@@ -82,6 +82,11 @@ def memory(haki_server: Server) -> dict[str, Any]:
         city = haki.context(SUBJECT, "Where does she live?", purpose="shipping",
                             budget_tokens=10)
         other = haki.context(OTHER_SUBJECT, "Anything about Paul?", purpose="support_reply")
+        haki.write_messages(SUBJECT, [  # one batch, one time: read back in its order
+            {"role": "user", "content": "Can the invoice go out today?", "message_id": "c-1",
+             "occurred_at": "2026-11-20T10:07:00Z"},
+            {"role": "assistant", "content": "Yes, it leaves today.", "message_id": "c-2",
+             "occurred_at": "2026-11-20T10:07:00Z"}], thread_id="chat-1")
     return {"conflict": str(conflict.conflict_id), "language": str(language.trace_id),
             "city": str(city.trace_id), "other": str(other.trace_id)}
 
@@ -246,6 +251,10 @@ def test_a_tenant_finds_compares_and_resolves_in_the_page(
     row.locator("button.why-not").click()
     assert "blocked in this call: conflict_open" in row.inner_text()
     assert "Marie asked for her invoice" in page.inner_text("#episodes")
+    # Newest first; the two messages of one time in the reverse of the order they were said.
+    chat = page.locator("#episodes li[data-thread='chat-1']").all_inner_texts()
+    assert [text.split(" · ")[-1] for text in chat] == [
+        "chat-1 Yes, it leaves today.", "chat-1 Can the invoice go out today?"]
     # Structured values and payloads read as `key: value` lines, not JSON.
     facts_text = page.inner_text("#fact-groups")
     lines = facts_text.replace("\t", "\n").splitlines()
@@ -464,7 +473,7 @@ def test_calls_with_missing_memory_open_on_why_it_was_not_served(
                  haki.record_fact(subject, "billing_city", "Porto, Rua das Flores 12"),
                  haki.record_fact(subject, "pet", "a parrot named Kiwi")]
         call = haki.context(subject, "Which language and which billing city for the invoice?",
-                            purpose="support_reply", budget_tokens=12)
+                            purpose="support_reply", budget_tokens=20)  # one fact's block
         decisions = {d.fact_id: d for d in haki.inspect(call.trace_id, subject_id=subject)
                      .decisions if d.fact_id}
         kept = call.packet.facts[0].id

@@ -33,14 +33,14 @@ def test_the_agent_loop_prints_prompts_with_memory(haki_server: Server):
     for prompt in prompts:
         assert re.match(r"\d: prompt for the model \(\d+ memory tokens, trace [0-9a-f-]{36}\)",
                         prompt)
-        assert "[memory]\n<haki_memory>\nFacts:\n" in prompt and "</haki_memory>" in prompt
+        assert "[memory]\n<haki_memory>\n[f1] " in prompt and "</haki_memory>" in prompt
         assert "preferred language: fr" in prompt
     assert "user: Bonjour, c'est encore moi" in prompts[1]
     assert "assistant: <reply to turn 1>" in prompts[1]  # the transcript is kept
     assert "open_conflict" in done.stderr
     # Each turn was captured: the second turn's memory serves the first one as an episode.
     memory = prompts[1].split("<haki_memory>", 1)[1].split("</haki_memory>", 1)[0]
-    episodes = memory.split("Episodes:\n", 1)[1]
+    episodes = memory.split("\n## ", 1)[1]
     assert "Bonjour, c'est encore moi pour ma facture de mai." in episodes
 
 

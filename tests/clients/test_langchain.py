@@ -51,7 +51,8 @@ def test_episodes_carry_their_speaker_and_the_block_says_it(
              "occurred_at": "2026-11-20T10:08:00Z"}]
     written = Client(haki_server.url).request(
         "POST", "/v1/events", key=haki_server.key,
-        body={"project_id": DEMO_PROJECT, "subject_id": subject, "messages": said})
+        body={"project_id": DEMO_PROJECT, "subject_id": subject, "thread_id": "order-7",
+              "messages": said})
     assert written.status == 201, written.json
     ids = [w["id"] for w in written.json["events"]]
 
@@ -63,14 +64,17 @@ def test_episodes_carry_their_speaker_and_the_block_says_it(
         "user", "Ana")
     assert (episodes[ids[1]].metadata["role"], episodes[ids[1]].metadata["name"]) == (
         "assistant", None)
+    assert {d.metadata["thread_id"] for d in episodes.values()} == {"order-7"}
+    assert HakiRetriever(client=haki, subject_id=subject, thread_id="other").invoke(
+        "Porto warehouse order") == [], "a thread narrows the episodes"
 
     (block,) = HakiRetriever(client=haki, subject_id=subject, block=True).invoke(
         "Porto warehouse order")
     assert block.metadata["kind"] == "block"
     lines = block.page_content.split("\n")
-    assert lines[0] == "<haki_memory>" and lines[-1] == "</haki_memory>"
-    assert f"- [2026-11-20 10:07Z] user (Ana): {said[0]['content']}" in lines
-    assert f"- [2026-11-20 10:08Z] assistant: {said[1]['content']}" in lines
+    assert lines == ["<haki_memory>", "## 2026-11-20 · order-7",
+                     f"[e1] user (Ana): {said[0]['content']}",
+                     f"[e2] assistant: {said[1]['content']}", "</haki_memory>"]
 
 
 def test_an_unknown_subject_is_no_document(haki: HakiClient):

@@ -75,7 +75,8 @@ def test_context_inspect_and_stats(haki: HakiClient):
     assert answer.served and answer.packet.facts and answer.token_count <= 120
     assert {f.predicate for f in answer.packet.facts} >= {"preferred_language"}
     block = render(answer)
-    assert block.startswith("<haki_memory>\nFacts:\n- ") and block.endswith("</haki_memory>")
+    assert block.startswith("<haki_memory>\n[f1] ") and block.endswith("</haki_memory>")
+    assert answer.token_count == len(block) // 4  # the budget bounds the block
     assert block == answer.block
 
     trace = haki.inspect(answer.trace_id, subject_id=DEMO_SUBJECT)
@@ -372,6 +373,22 @@ def test_a_remembered_event_is_served_by_the_next_context_call(haki: HakiClient)
     assert len({e.id for e in batch.events}) == 2 and not any(e.deduplicated for e in batch.events)
 
 
+def test_a_thread_round_trips_and_narrows_the_episodes(haki: HakiClient):
+    who = subject()
+    trip = haki.write_messages(who, [
+        {"role": "user", "message_id": "t-1", "content": "Book the quiet carriage to Lyon."},
+        {"role": "assistant", "message_id": "t-2", "content": "Quiet carriage to Lyon booked."},
+    ], thread_id="trip-lyon")
+    phone = haki.remember_event(who, "Asked about a train to Lyon by phone.", thread_id="phone")
+    listed = haki.list_events(who, thread_id="trip-lyon").events
+    assert [e.id for e in listed] == [e.id for e in trip.events][::-1]  # newest first
+    assert {e.thread_id for e in haki.list_events(who).events} == {"trip-lyon", "phone"}
+    answer = haki.context(who, "train to Lyon", thread_id="trip-lyon", render=True)
+    assert [e.event_id for e in answer.packet.episodes] == [e.id for e in trip.events]
+    assert phone.id not in {e.event_id for e in answer.packet.episodes}
+    assert any(line.endswith(" · trip-lyon") for line in render(answer).split("\n"))
+
+
 def conversation() -> list[dict | MessageIn]:
     """A turn with roles and a speaker's name, each message with an id of the caller's."""
     return [
@@ -395,8 +412,10 @@ def test_a_conversation_is_written_once_and_served_with_its_speakers(haki: HakiC
                           purpose="support_reply", budget_tokens=4000, render=True)
     speakers = {(e.event_id, e.role, e.name) for e in answer.packet.episodes}
     assert (ids[0], "user", "Ana") in speakers
-    assert ("- [2026-11-20 10:07Z] user (Ana): I just moved to Porto, please send my "
-            "invoices there.") in render(answer).split("\n")
+    lines = render(answer).split("\n")
+    said = lines.index("## 2026-11-20") + 1
+    assert lines[said].endswith(" user (Ana): I just moved to Porto, please send my "
+                                "invoices there.") and lines[said].startswith("[e")
 
     # The same message id for other words is refused, and nothing of the batch is written.
     reused = error_of(lambda: haki.write_messages(who, [

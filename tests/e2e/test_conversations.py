@@ -107,14 +107,16 @@ def test_the_block_says_who_said_what_and_when_to_the_minute(
     packet, block = tenant.block(subject, "Where should Ana's invoices be sent? Porto address")
     assert {(e["role"], e["name"]) for e in packet["episodes"]} == {
         ("user", "Ana"), ("assistant", None), ("tool", "crm_update"), (None, None)}
-    episodes = block[block.index("Episodes:") + 1:-1]
-    assert sorted(episodes) == sorted([
-        f"- [2026-11-20 10:07Z] user (Ana): {TURN[0]['content']}",
-        f"- [2026-11-20 10:08Z] assistant: {TURN[1]['content']}",
-        f"- [2026-11-20 10:08Z] tool (crm_update): {TURN[2]['content']}",
-        "- [2026-11-19 08:30Z] status: open; tags: (billing, address); "
+    # By day, each day's turns in the order they were said, each line with its handle.
+    assert block[len(packet["facts"]) + 1:-1] == [
+        "## 2026-11-19",
+        "[e1] status: open; tags: (billing, address); "
         "title: Invoices sent to the old address",
-    ])
+        "## 2026-11-20",
+        f"[e2] user (Ana): {TURN[0]['content']}",
+        f"[e3] assistant: {TURN[1]['content']}",
+        f"[e4] tool (crm_update): {TURN[2]['content']}",
+    ]
 
 
 def test_a_retried_call_stores_nothing_new_and_answers_the_same_ids(

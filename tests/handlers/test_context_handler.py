@@ -54,14 +54,17 @@ def test_the_block_is_returned_only_when_asked(
     asked = invoke("context", "POST", CONTEXT, key=api_key,
                    body=_body(project_id, purpose="r", render=True))
     assert asked.status == 200
-    lines = asked.json["block"].split("\n")
-    assert lines[:2] == ["<haki_memory>", "Facts:"] and lines[-1] == "</haki_memory>"
-    served = {f["predicate"] for f in asked.json["packet"]["facts"]}
-    wanted = {"preferred_language": "- preferred language: French",
-              "lives_in": '- lives in: {"city": "Lyon"}',
-              "employer": "- employer: Boulangerie Dupont"}
-    assert served and all(any(line.startswith(wanted[p]) for line in lines) for p in served)
-    assert len(lines) == 3 + len(served)
+    block = asked.json["block"]
+    lines = block.split("\n")
+    assert lines[0] == "<haki_memory>" and lines[-1] == "</haki_memory>"
+    served = [f["predicate"] for f in asked.json["packet"]["facts"]]
+    wanted = {"preferred_language": "preferred language: French",
+              "lives_in": "lives in: city: Lyon",
+              "employer": "employer: Boulangerie Dupont"}
+    assert served and [line.split(" (since")[0] for line in lines[1:-1]] == [
+        f"[f{i}] {wanted[p]}" for i, p in enumerate(served, start=1)]
+    # The budget bounds the block, not the items: token_count is its estimate.
+    assert asked.json["token_count"] == len(block) // 4
 
 
 def test_an_empty_packet_renders_as_an_empty_block(

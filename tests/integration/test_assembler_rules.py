@@ -22,13 +22,18 @@ from haki.assembler.fusion import rrf_score
 from haki.db import Database
 from haki.errors import BudgetExceeded, MissingScope, ValidationFailed
 from haki.models import ContextRequest
-from haki.text import estimate_tokens, fact_text
+from haki.text import fact_text
 from haki.validation import parse
 from haki_local.protocol import count_protocol
 from tests.integration.conftest import NOW, Asker, Seeder, blend, trace_rows, unit_vector
 
 Q = unit_vector(1)
 FUSED = DEFAULT_CONFIG
+
+
+def block_tokens(*lines: str) -> int:
+    """The estimate of a block holding ``lines`` (a header is as long on any day)."""
+    return len("\n".join(["<haki_memory>", *lines, "</haki_memory>"])) // 4
 
 
 def close(seed: int, weight: float = 0.2) -> np.ndarray:
@@ -113,7 +118,7 @@ def test_budget_exact_fit_and_one_short(
 ) -> None:
     value = "French, for every invoice and letter"
     fact = seed.fact("preferred_language", value, close(1))
-    tokens = estimate_tokens(fact_text("preferred_language", value))
+    tokens = block_tokens(f"[f1] {fact_text('preferred_language', value)}")
     fits = ask("x", Q, budget=tokens)
     assert served(fits) == [fact] and fits.response.token_count == tokens
     short = ask("x", Q, budget=tokens - 1)
@@ -347,7 +352,7 @@ def test_fused_an_episode_can_outrank_a_fact_in_one_budget(
     fact = seed.fact("note", "a fact of some length here", close(1, 0.4))
     event = seed.event("conversation.message", {"text": "an episode of some length"},
                        close(2, 0.1))
-    budget = estimate_tokens("an episode of some length")
+    budget = block_tokens("## 2026-01-01", "[e1] an episode of some length")
     fused = ask("x", Q, budget=budget, config=FUSED)
     assert [e.event_id for e in fused.response.packet.episodes] == [event]
     assert served(fused) == []
@@ -465,9 +470,11 @@ def test_neighbours_come_in_around_the_best_episode(
     turns = _turns(seed, 7, best=3)
     config = replace(FUSED, vector_top_k=1, use_text_arm=False)
     result = ask("x", Q, config=config)
-    assert [e.event_id for e in result.response.packet.episodes] == [
-        turns[3], *sorted([turns[2], turns[4]]), *sorted([turns[1], turns[5]])]
+    # Decided best first; shown in the order they were said.
+    assert [e.event_id for e in result.response.packet.episodes] == turns[1:6]
     rows = decisions_by_event(owner_conn, result)
+    assert sorted(rows, key=lambda event: rows[event]["ordinal"]) == [
+        turns[3], *sorted([turns[2], turns[4]]), *sorted([turns[1], turns[5]])]
     source = rows[turns[3]]
     assert (source["reason_code"], source["vector_rank"]) == ("episode_match", 1)
     for offset in (1, 2):

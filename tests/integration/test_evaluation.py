@@ -161,6 +161,8 @@ def test_evaluate_reports_each_budget_and_ablation(
     # 10 tokens hold one item or none: the misses say where the expected ones ranked.
     tight = budgets["10"]  # type: ignore[index]
     assert tight["mean_tokens"] <= 10 and tight["misses"]
+    # Recall is measured on blocks the budget bounds, tags and headers included.
+    assert run["blocks_over_budget"] == tight["blocks_over_budget"] == 0
     for miss in tight["misses"]:
         assert len(miss["gold_ranks"]) == miss["expected"]
     # The scratch database is gone.

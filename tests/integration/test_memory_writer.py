@@ -44,6 +44,18 @@ def test_write_as_the_owner_with_embeddings(
     assert all(abs(r[2] - 1.0) < 1e-3 for r in rows)
 
 
+def test_a_document_event_keeps_its_thread(
+    owner_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
+) -> None:
+    threaded, loose = str(uuid.uuid4()), str(uuid.uuid4())
+    MemoryWriter(owner_db, embedder).write(parse_document_text(_doc(project_id, events=[
+        {"id": threaded, "kind": "m", "thread_id": "chat-7", "payload": {"text": "hi"}},
+        {"id": loose, "kind": "m", "payload": {"text": "hello"}}])))
+    rows = dict(owner_conn.execute("SELECT id::text, thread_id FROM events WHERE project_id = %s",
+                                   (project_id,)).fetchall())
+    assert rows == {threaded: "chat-7", loose: None}
+
+
 def test_upsert_updates_an_existing_fact(
     owner_db: Database, embedder: Embedder, project_id: str, owner_conn: psycopg.Connection
 ) -> None:

@@ -1,15 +1,17 @@
-"""Properties of the packer for any candidates and budget (Hypothesis): never over budget,
-exactly one decision per candidate in the order given, the packet in that order, greedy
-skip-and-continue, blocked facts never served, and the floor only on gated rows."""
+"""Properties of the packer for any candidates and budget (Hypothesis): the rendered block
+never over budget, exactly one decision per candidate in the order given, the packet's facts
+in that order and its episodes in reading order, greedy skip-and-continue, blocked facts never
+served, and the floor only on gated rows."""
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.packing import EXPIRING, Packer
+from haki.assembler.render import render_packet
 
 _NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _texts = st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=400)
@@ -27,9 +29,14 @@ def facts(draw: st.DrawFn) -> FactCandidate:
 
 @st.composite
 def episodes(draw: st.DrawFn) -> EpisodeCandidate:
-    return EpisodeCandidate(id=uuid.uuid4(), kind="conversation.message",
-                            payload={"text": draw(_texts)}, occurred_at=_NOW,
-                            distance=draw(st.floats(0, 2)))
+    speaker = draw(st.sampled_from([{}, {"role": "user"}, {"role": "assistant", "name": "Bo"}]))
+    return EpisodeCandidate(
+        id=uuid.uuid4(), kind="conversation.message",
+        payload={"text": draw(_texts)} | speaker,
+        occurred_at=_NOW + timedelta(minutes=draw(st.integers(0, 4000))),
+        distance=draw(st.floats(0, 2)),
+        thread_id=draw(st.sampled_from([None, "t1", "a thread\nwith a break"])),
+        seq=draw(st.integers(0, 10**6)))
 
 
 @st.composite
@@ -52,12 +59,15 @@ def test_fused_packing_properties(candidates: list[Ranked], budget: int, floor: 
     # One decision per candidate, in the order given, numbered.
     assert [d.fact_id or d.event_id for d in decisions] == [c.id for c in candidates]
     assert [d.ordinal for d in decisions] == list(range(len(candidates)))
-    # Never over budget; what was used is the included rows' tokens.
+    # Never over budget; what was used is the included rows' tokens, the block's estimate.
     included = [d for d in decisions if d.action == "included"]
     assert packer.tokens_used == sum(d.tokens or 0 for d in included) <= budget
-    # The packet holds the included rows, in decision order.
-    assert [f.id for f in packer.facts] == [d.fact_id for d in included if d.fact_id]
-    assert [e.event_id for e in packer.episodes] == [d.event_id for d in included if d.event_id]
+    packet = packer.packet(missing_purpose=False)
+    assert len(render_packet(packet)) // 4 == packer.tokens_used
+    # The packet holds the included rows: facts in decision order, episodes in reading order.
+    assert [f.id for f in packet.facts] == [d.fact_id for d in included if d.fact_id]
+    assert sorted(e.event_id for e in packet.episodes) == \
+        sorted(d.event_id for d in included if d.event_id)
     remaining = budget
     for ranked, decision in zip(candidates, decisions, strict=True):
         item = ranked.item
@@ -81,3 +91,27 @@ def test_fused_packing_properties(candidates: list[Ranked], budget: int, floor: 
         else:
             assert decision.reason_code == "over_budget"
     assert remaining == budget - packer.tokens_used
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(["facts", "episodes", "mixed"]), st.data(), st.integers(30, 900))
+def test_the_rendered_block_stays_within_the_budget(
+        kind: str, data: st.DataObject, budget: int) -> None:
+    """For facts only, episodes only and both mixed: the block the packet renders to is
+    within the budget by the budget's own estimate, and ``token_count`` is that estimate."""
+    item = {"facts": facts(), "episodes": episodes(), "mixed": st.one_of(facts(), episodes())}
+    items = data.draw(st.lists(item[kind], min_size=1, max_size=120))
+    packer = Packer(budget=budget)
+    packer.add_fused([Ranked(i, 1, None, 1.0 - n / 1000) for n, i in enumerate(items)])
+    packet = packer.packet(missing_purpose=False)
+    block = render_packet(packet)
+    assert len(block) // 4 <= budget
+    assert packer.tokens_used == (len(block) // 4 if block else 0)
+    # Each group's episodes are together and in the order said; each group has one header.
+    said = {i.id: (i.occurred_at, i.seq) for i in items if isinstance(i, EpisodeCandidate)}
+    groups = [(e.occurred_at.date(), e.thread_id) for e in packet.episodes]
+    runs = [g for n, g in enumerate(groups) if n == 0 or groups[n - 1] != g]
+    assert len(runs) == len(set(groups)) == block.count("\n## ")
+    for n in range(1, len(groups)):
+        if groups[n] == groups[n - 1]:
+            assert said[packet.episodes[n - 1].event_id] <= said[packet.episodes[n].event_id]

@@ -14,8 +14,11 @@ def test_token_estimate() -> None:
 
 def test_fact_and_event_text() -> None:
     assert fact_text("preferred_language", "fr") == "preferred language: fr"
-    assert fact_text("address", {"city": "Lyon", "zip": 69003}) == \
-        'address: {"city": "Lyon", "zip": 69003}'
+    # An object reads as a payload does, not as JSON.
+    assert fact_text("travel_preference", {"carriage": "quiet", "seat": {"row": 12}}) == \
+        "travel preference: carriage: quiet; seat: (row: 12)"
+    assert fact_text("languages", ["fr", "en"]) == "languages: fr, en"
+    assert fact_text("age", 41) == "age: 41"
     assert event_text("call", {"text": "hello"}) == "call: hello"
     assert event_text("call", {"duration": 3}) == "call: duration: 3"
     # A message's speaker is not part of its body; a record's own "role" field is.
@@ -56,12 +59,41 @@ def test_render_block() -> None:
         warnings=[], status="ok", empty_reason=None)
     assert render_packet(packet).splitlines() == [
         "<haki_memory>",
-        "Facts:",
-        "- preferred language: fr (since 2025-03-01, confidence 0.90, unconfirmed)",
-        "Episodes:",
-        "- [2026-01-02 00:00Z] call: asked for a refund",
-        "- [2026-01-03 01:30Z] user (Ana): I moved to Lyon",
-        "- [2026-01-03 01:31Z] assistant: Noted.",
+        "[f1] preferred language: fr (since 2025-03-01, unconfirmed)",
+        "## 2026-01-02",
+        "[e1] call: asked for a refund",
+        "## 2026-01-03",
+        "[e2] user (Ana): I moved to Lyon",
+        "[e3] assistant: Noted.",
+        "</haki_memory>",
+    ]
+
+
+def test_render_groups_by_day_and_thread_and_cites_each_line() -> None:
+    at, thread = datetime(2026, 11, 20, 10, 7, tzinfo=UTC), "trip-7\n## 2026-01-01"
+    packet = ContextPacket(
+        facts=[PacketFact(id=uuid4(), predicate="travel_preference",
+                          value={"carriage": "quiet", "seat": "window"}, confidence=None,
+                          valid_from=None, source_event_ids=[]),
+               PacketFact(id=uuid4(), predicate="city", value="Lyon", confidence=None,
+                          valid_from=None, source_event_ids=[])],
+        episodes=[PacketEpisode(event_id=uuid4(), kind="conversation.message", occurred_at=at,
+                                excerpt="Quiet carriage please", role="user", name="Ana",
+                                thread_id=thread),
+                  PacketEpisode(event_id=uuid4(), kind="conversation.message", occurred_at=at,
+                                excerpt="Booked.", role="assistant", thread_id=thread),
+                  PacketEpisode(event_id=uuid4(), kind="conversation.message", occurred_at=at,
+                                excerpt="Hello", role="user")],
+        warnings=[], status="ok", empty_reason=None)
+    assert render_packet(packet).splitlines() == [
+        "<haki_memory>",
+        "[f1] travel preference: carriage: quiet; seat: window",
+        "[f2] city: Lyon",
+        "## 2026-11-20 · trip-7 ## 2026-01-01",
+        "[e1] user (Ana): Quiet carriage please",
+        "[e2] assistant: Booked.",
+        "## 2026-11-20",
+        "[e3] user: Hello",
         "</haki_memory>",
     ]
 
@@ -85,10 +117,12 @@ def test_hostile_memory_cannot_close_or_forge_the_block() -> None:
         warnings=[], status="ok", empty_reason=None)
     block = render_packet(packet)
     lines = block.splitlines()
-    # One opening and one closing tag, the block's own, and one line per item.
+    # One opening and one closing tag, the block's own, one line per item, one header.
     assert lines[0] == "<haki_memory>" and lines[-1] == "</haki_memory>"
     assert block.count("<") == 2 and block.count(">") == 2
-    assert len(lines) == 2 + 1 + len(hostile) + 1 + 2
-    assert [line for line in lines if line in ("Facts:", "Episodes:")] == ["Facts:", "Episodes:"]
+    assert len(lines) == 2 + len(hostile) + 1 + 2
+    assert [line[:5] for line in lines[1:-1]] == [
+        *(f"[f{i}] " for i in range(1, len(hostile) + 1)), f"## {datetime.now(UTC).date()}"[:5],
+        "[e1] ", "[e2] "]
     assert "\x00" not in block and "\x1b" not in block
     assert "‹/haki_memory›" in block  # still readable, no longer a tag

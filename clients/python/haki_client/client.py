@@ -354,12 +354,13 @@ class _Routes:
         return self._policy.scope(project_id)
 
     def context(self, subject_id: str, query: str, purpose: str | None,
-                budget_tokens: int | None, render: bool, project_id: str | None) -> Call:
+                budget_tokens: int | None, render: bool, thread_id: str | None,
+                project_id: str | None) -> Call:
         # ``render`` is sent only when asked: a request without it is what it always was.
         return CONTEXT, {"body": {
             "project_id": self._scope(project_id), "subject_id": subject_id, "query": query,
             "purpose": purpose, "budget_tokens": _budget(budget_tokens),
-            "render": render or None}}
+            "thread_id": thread_id, "render": render or None}}
 
     def inspect(self, trace_id: UUID | str, subject_id: str | None,
                 project_id: str | None) -> Call:
@@ -403,11 +404,11 @@ class _Routes:
             "project_id": self._scope(project_id), "subject_id": subject_id, "days": days,
             "granularity": granularity}}
 
-    def list_events(self, subject_id: str, cursor: str | None, limit: int | None,
-                    project_id: str | None) -> Call:
+    def list_events(self, subject_id: str, thread_id: str | None, cursor: str | None,
+                    limit: int | None, project_id: str | None) -> Call:
         return LIST_EVENTS, {"query": {
-            "project_id": self._scope(project_id), "subject_id": subject_id, "cursor": cursor,
-            "limit": limit}}
+            "project_id": self._scope(project_id), "subject_id": subject_id,
+            "thread_id": thread_id, "cursor": cursor, "limit": limit}}
 
     def list_subjects(self, cursor: str | None, limit: int | None,
                       project_id: str | None) -> Call:
@@ -421,11 +422,12 @@ class _Routes:
                                        "events": records}}
 
     def write_messages(self, subject_id: str, messages: Sequence[MessageLike],
-                       project_id: str | None) -> Call:
+                       thread_id: str | None, project_id: str | None) -> Call:
         records = [m.model_dump(mode="json", exclude_none=True)
                    for m in _dated([_record(MessageIn, m) for m in messages])]
         return WRITE_EVENTS, {"body": {"project_id": self._scope(project_id),
-                                       "subject_id": subject_id, "messages": records}}
+                                       "subject_id": subject_id, "thread_id": thread_id,
+                                       "messages": records}}
 
     def write_facts(self, facts: Sequence[FactLike], project_id: str | None) -> Call:
         records = [_record(FactIn, f).model_dump(mode="json", exclude_unset=True)
@@ -495,12 +497,13 @@ def _moment(value: Moment | None) -> str | None:
 
 
 def _event(subject_id: str, kind: str, text: str | None, payload: Mapping[str, Any] | None,
-           occurred_at: datetime | None, idempotency_key: str | None) -> EventIn:
+           occurred_at: datetime | None, idempotency_key: str | None,
+           thread_id: str | None) -> EventIn:
     body = dict(payload or {})
     if text is not None:
         body["text"] = text
     return EventIn(subject_id=subject_id, kind=kind, payload=body, occurred_at=occurred_at,
-                   idempotency_key=idempotency_key)
+                   idempotency_key=idempotency_key, thread_id=thread_id)
 
 
 class HakiClient:
@@ -566,14 +569,18 @@ class HakiClient:
 
     def context(
         self, subject_id: str, query: str, *, purpose: str | None = DEFAULT_PURPOSE,
-        budget_tokens: int | None = None, render: bool = False, project_id: str | None = None,
-        timeout: TimeoutLike = None,
+        budget_tokens: int | None = None, render: bool = False, thread_id: str | None = None,
+        project_id: str | None = None, timeout: TimeoutLike = None,
     ) -> ContextResponse:
         """``POST /v1/context``: the packet for ``subject_id`` and ``query``; with
-        ``render=True`` also the prompt-ready ``<haki_memory>`` block (``answer.block``)."""
+        ``render=True`` also the prompt-ready ``<haki_memory>`` block (``answer.block``).
+        ``budget_tokens`` bounds that block, tags and headers included, whether or not it is
+        asked for. ``thread_id`` narrows the episodes to one conversation thread (the facts
+        stay the subject's)."""
         try:
             return self._call(*self._routes.context(subject_id, query, purpose, budget_tokens,
-                                                    render, project_id), timeout=timeout)
+                                                    render, thread_id, project_id),
+                              timeout=timeout)
         except HakiError as error:
             if self._policy.fails_open(error):
                 return self._policy.fallback(error, render)
@@ -633,12 +640,14 @@ class HakiClient:
         return self._call(*self._routes.eval_set(since, until, limit, project_id),
                           timeout=timeout)
 
-    def list_events(self, subject_id: str, *, cursor: str | None = None,
-                    limit: int | None = None, project_id: str | None = None,
-                    timeout: TimeoutLike = None) -> EventPage:
-        """``GET /v1/events``: a page of the subject's episodes; pass ``next_cursor`` on."""
-        return self._call(*self._routes.list_events(subject_id, cursor, limit, project_id),
-                          timeout=timeout)
+    def list_events(self, subject_id: str, *, thread_id: str | None = None,
+                    cursor: str | None = None, limit: int | None = None,
+                    project_id: str | None = None, timeout: TimeoutLike = None) -> EventPage:
+        """``GET /v1/events``: a page of the subject's episodes (of one thread, with
+        ``thread_id``), newest first, those of one time in the order written; pass
+        ``next_cursor`` on."""
+        return self._call(*self._routes.list_events(subject_id, thread_id, cursor, limit,
+                                                    project_id), timeout=timeout)
 
     def list_subjects(self, *, cursor: str | None = None, limit: int | None = None,
                       project_id: str | None = None,
@@ -658,28 +667,31 @@ class HakiClient:
     def remember_event(
         self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
         payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
-        idempotency_key: str | None = None, project_id: str | None = None,
-        timeout: TimeoutLike = None,
+        idempotency_key: str | None = None, thread_id: str | None = None,
+        project_id: str | None = None, timeout: TimeoutLike = None,
     ) -> EventWritten:
-        """One episode (``text`` goes in ``payload["text"]``); see :meth:`write_events`."""
-        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
+        """One episode (``text`` goes in ``payload["text"]``), of ``thread_id`` when given;
+        see :meth:`write_events`."""
+        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key,
+                       thread_id)
         return self.write_events([event], project_id=project_id, timeout=timeout).events[0]
 
     def write_messages(self, subject_id: str, messages: Sequence[MessageLike], *,
-                       project_id: str | None = None,
+                       thread_id: str | None = None, project_id: str | None = None,
                        timeout: TimeoutLike = None) -> EventsResponse:
         """``POST /v1/events`` with ``messages``: a turn or a whole conversation of
-        ``subject_id``, 1 to 100 messages (dicts or :class:`MessageIn`: ``role``, ``content``,
-        and optionally ``name``, ``occurred_at``, ``message_id`` or ``id``), each stored as a
-        ``conversation.message`` event; one entry per message in the answer, in order.
+        ``subject_id`` (of one ``thread_id`` when given), 1 to 100 messages (dicts or
+        :class:`MessageIn`: ``role``, ``content``, and optionally ``name``, ``occurred_at``,
+        ``message_id`` or ``id``), each stored as a ``conversation.message`` event and read
+        back in the order listed; one entry per message in the answer, in order.
 
         Idempotent per message: give each one a ``message_id`` (your id of it, unique in the
         subject) or an ``id`` (a UUID), and a retry, even a later one, answers
         ``deduplicated`` with the same ids. A message without either is keyed by its speaker,
         content and ``occurred_at`` (now when not given, so only this call's own retries are
         recognised: writing it again later stores it again)."""
-        return self._call(*self._routes.write_messages(subject_id, messages, project_id),
-                          timeout=timeout)
+        return self._call(*self._routes.write_messages(subject_id, messages, thread_id,
+                                                       project_id), timeout=timeout)
 
     def write_facts(self, facts: Sequence[FactLike], *,
                     project_id: str | None = None,
@@ -794,13 +806,13 @@ class AsyncHakiClient:
 
     async def context(
         self, subject_id: str, query: str, *, purpose: str | None = DEFAULT_PURPOSE,
-        budget_tokens: int | None = None, render: bool = False, project_id: str | None = None,
-        timeout: TimeoutLike = None,
+        budget_tokens: int | None = None, render: bool = False, thread_id: str | None = None,
+        project_id: str | None = None, timeout: TimeoutLike = None,
     ) -> ContextResponse:
         try:
             return await self._call(*self._routes.context(subject_id, query, purpose,
-                                                          budget_tokens, render, project_id),
-                                    timeout=timeout)
+                                                          budget_tokens, render, thread_id,
+                                                          project_id), timeout=timeout)
         except HakiError as error:
             if self._policy.fails_open(error):
                 return self._policy.fallback(error, render)
@@ -850,11 +862,12 @@ class AsyncHakiClient:
         return await self._call(*self._routes.eval_set(since, until, limit, project_id),
                                 timeout=timeout)
 
-    async def list_events(self, subject_id: str, *, cursor: str | None = None,
-                          limit: int | None = None, project_id: str | None = None,
+    async def list_events(self, subject_id: str, *, thread_id: str | None = None,
+                          cursor: str | None = None, limit: int | None = None,
+                          project_id: str | None = None,
                           timeout: TimeoutLike = None) -> EventPage:
-        return await self._call(*self._routes.list_events(subject_id, cursor, limit,
-                                                          project_id), timeout=timeout)
+        return await self._call(*self._routes.list_events(subject_id, thread_id, cursor,
+                                                          limit, project_id), timeout=timeout)
 
     async def list_subjects(self, *, cursor: str | None = None, limit: int | None = None,
                             project_id: str | None = None,
@@ -870,19 +883,20 @@ class AsyncHakiClient:
     async def remember_event(
         self, subject_id: str, text: str | None = None, *, kind: str = "conversation.message",
         payload: Mapping[str, Any] | None = None, occurred_at: datetime | None = None,
-        idempotency_key: str | None = None, project_id: str | None = None,
-        timeout: TimeoutLike = None,
+        idempotency_key: str | None = None, thread_id: str | None = None,
+        project_id: str | None = None, timeout: TimeoutLike = None,
     ) -> EventWritten:
-        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key)
+        event = _event(subject_id, kind, text, payload, occurred_at, idempotency_key,
+                       thread_id)
         return (await self.write_events([event], project_id=project_id, timeout=timeout)).events[0]
 
     async def write_messages(self, subject_id: str, messages: Sequence[MessageLike], *,
-                             project_id: str | None = None,
+                             thread_id: str | None = None, project_id: str | None = None,
                              timeout: TimeoutLike = None) -> EventsResponse:
         """See :meth:`HakiClient.write_messages`: give each message a ``message_id`` (or an
         ``id``) so that a retry does not store it twice."""
-        return await self._call(*self._routes.write_messages(subject_id, messages, project_id),
-                                timeout=timeout)
+        return await self._call(*self._routes.write_messages(subject_id, messages, thread_id,
+                                                             project_id), timeout=timeout)
 
     async def write_facts(self, facts: Sequence[FactLike], *,
                           project_id: str | None = None,

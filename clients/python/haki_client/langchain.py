@@ -10,7 +10,8 @@ documents = retriever.invoke("Which language should we write to Marie in?")
 ```
 
 One call of the retriever is one ``POST /v1/context``: the service chooses what fits the budget
-(facts, then episodes, as the packet orders them) and records why in the trace. Each served
+(facts, then episodes, as the packet orders them: each conversation thread's and day's in the
+order they were said) and records why in the trace. Each served
 fact or episode becomes a :class:`~langchain_core.documents.Document` whose metadata carries
 its id, its ``kind`` (``fact`` or ``episode``) and the call's ``trace_id`` (for
 ``client.inspect``); with ``block=True`` the retriever returns one document, the rendered
@@ -46,7 +47,7 @@ from haki_client.models import ContextResponse, PacketEpisode, PacketFact
 __all__ = ["CONFIGURABLE", "HakiRetriever", "documents"]
 
 #: The retriever's settings a call may give in ``config["configurable"]``.
-CONFIGURABLE = ("subject_id", "purpose", "budget_tokens", "project_id")
+CONFIGURABLE = ("subject_id", "purpose", "budget_tokens", "thread_id", "project_id")
 
 
 def _value_text(value: Any) -> str:
@@ -68,7 +69,7 @@ def _episode(episode: PacketEpisode, common: dict[str, Any]) -> Document:
         page_content=episode.excerpt,
         metadata={**common, "kind": "episode", "id": str(episode.event_id),
                   "event_kind": episode.kind, "occurred_at": episode.occurred_at.isoformat(),
-                  "role": episode.role, "name": episode.name})
+                  "role": episode.role, "name": episode.name, "thread_id": episode.thread_id})
 
 
 def documents(answer: ContextResponse, *, block: bool = False) -> list[Document]:
@@ -101,8 +102,11 @@ class HakiRetriever(BaseRetriever):
     subject_id: str | None = None
     #: Why the memory is asked for (recorded in the trace; without one the packet warns).
     purpose: str | None = "langchain_retriever"
-    #: The budget of the packet in tokens; None: the service's default.
+    #: The budget in tokens; None: the service's default. It bounds the rendered block
+    #: (tags and headers included) whether or not ``block`` asks for it.
     budget_tokens: int | None = Field(default=None, gt=0)
+    #: Only the episodes of this conversation thread (the facts stay the subject's).
+    thread_id: str | None = None
     #: Return the rendered ``<haki_memory>`` block as one document.
     block: bool = False
     #: None: the client's project.
@@ -133,7 +137,7 @@ class HakiRetriever(BaseRetriever):
         answer = self.client.context(
             call["subject_id"], query, purpose=call["purpose"],
             budget_tokens=call["budget_tokens"], render=self.block,
-            project_id=call["project_id"])
+            thread_id=call["thread_id"], project_id=call["project_id"])
         return documents(answer, block=self.block)
 
     async def _aget_relevant_documents(
@@ -147,7 +151,7 @@ class HakiRetriever(BaseRetriever):
         answer = await self.async_client.context(
             call["subject_id"], query, purpose=call["purpose"],
             budget_tokens=call["budget_tokens"], render=self.block,
-            project_id=call["project_id"])
+            thread_id=call["thread_id"], project_id=call["project_id"])
         return documents(answer, block=self.block)
 
 

@@ -84,7 +84,8 @@ class Recalled(BaseModel):
     status: str = Field(description="ok, or degraded when memory was hidden (an open conflict, "
                                     "a fact past its horizon) or the service was unreachable")
     warnings: list[str]
-    token_count: int
+    token_count: int = Field(description="the block's size in tokens (characters / 4), at "
+                                         "most the budget")
 
 
 class Remembered(BaseModel):
@@ -137,7 +138,7 @@ class Decision(BaseModel):
     reason_code: str
     rank: int | None
     score: float | None
-    tokens: int | None
+    tokens: int | None = Field(description="what its line adds to the block, in tokens")
 
 
 class Inspected(BaseModel):
@@ -226,17 +227,25 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,  # no
     server = HakiMCPServer("haki", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool(description="Recall what Haki remembers about a subject that matters for a "
-                             "query: a <haki_memory> block to put in context, and its trace id.",
+                             "query: a <haki_memory> block to put in context (each line cites "
+                             "its item as [f1] or [e1]), and its trace id. The budget bounds "
+                             "the whole block, tags and headers included.",
                  annotations=READ_ONLY)
     async def recall(
         query: Annotated[str, Field(description="the question or task at hand")],
         subject_id: Subject = None,
         purpose: Annotated[str, Field(description="why, e.g. support_reply")] = DEFAULT_PURPOSE,
-        budget_tokens: Annotated[int, Field(description="token budget of the block")] = 900,
+        budget_tokens: Annotated[int, Field(
+            description="the most tokens the returned block may take (estimated as its "
+                        "characters / 4), tags and headers included")] = 900,
+        thread_id: Annotated[str | None, Field(
+            description="only episodes of this conversation thread (facts stay the "
+                        "subject's)")] = None,
     ) -> Annotated[CallToolResult, Recalled]:
         who = subject(subject_id)
         answer = await call(lambda c: c.context(who, query, purpose=purpose,
-                                                budget_tokens=budget_tokens, render=True))
+                                                budget_tokens=budget_tokens, render=True,
+                                                thread_id=thread_id))
         block = render(answer)
         result = Recalled(memory=block, trace_id=str(answer.trace_id) if answer.served else None,
                           status=answer.packet.status, warnings=list(answer.packet.warnings),
@@ -249,7 +258,8 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,  # no
 
     @server.tool(description="Remember an event about a subject: what they said or did, as "
                              "text; with `role` (and `name`), a message of the conversation "
-                             "and who said it. The next recall can serve it. Idempotent: the "
+                             "and who said it; with `thread_id`, of that conversation thread. "
+                             "The next recall can serve it. Idempotent: the "
                              "same call again (same subject, text, speaker, kind and time) "
                              "stores nothing new; give `occurred_at` or `idempotency_key` to "
                              "remember a repeat.",
@@ -269,6 +279,9 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,  # no
         idempotency_key: Annotated[str | None, Field(
             description="the same key twice stores the event once (default: derived from "
                         "the call's arguments)")] = None,
+        thread_id: Annotated[str | None, Field(
+            description="the conversation thread (session) it belongs to, e.g. a chat id")
+        ] = None,
     ) -> Remembered:
         who = subject(subject_id)
         key = idempotency_key or stable_key(who, kind, role, name, text, occurred_at)
@@ -276,14 +289,16 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,  # no
             if name is not None:
                 raise ToolError(f"{VALIDATION_ERROR}: name goes with role (who said it)")
             written = await call(lambda c: c.remember_event(
-                who, text, kind=kind, occurred_at=occurred_at, idempotency_key=key))
+                who, text, kind=kind, occurred_at=occurred_at, idempotency_key=key,
+                thread_id=thread_id))
         else:
             if kind != MESSAGE_KIND:
                 raise ToolError(f"{VALIDATION_ERROR}: a message with a role is of kind "
                                 f"{MESSAGE_KIND}, not {kind}")
             message = MessageIn(role=role, content=text, name=name, occurred_at=occurred_at,
                                 message_id=key)
-            written = (await call(lambda c: c.write_messages(who, [message]))).events[0]
+            written = (await call(lambda c: c.write_messages(
+                who, [message], thread_id=thread_id))).events[0]
         return Remembered(event_id=str(written.id), deduplicated=written.deduplicated)
 
     @server.tool(description="Record a durable fact about a subject (a preference, an "

@@ -84,6 +84,10 @@ class ContextRequest(Model):
     Also return the packet rendered as the prompt-ready <haki_memory> block (the response's `block`).
     """
     subject_id: str
+    thread_id: str | None = None
+    """
+    Narrows the episodes to this conversation thread of the subject; facts stay subject-wide.
+    """
 
 
 class DayCount(Model):
@@ -117,6 +121,7 @@ class EventIn(Model):
     occurred_at: AwareDatetime | None = None
     payload: dict[str, Any] | None = None
     subject_id: str
+    thread_id: str | None = None
 
 
 class EventView(Model):
@@ -125,6 +130,7 @@ class EventView(Model):
     occurred_at: AwareDatetime
     payload: dict[str, Any]
     recorded_at: AwareDatetime
+    thread_id: str | None = None
 
 
 class EventWritten(Model):
@@ -330,6 +336,7 @@ class PacketEpisode(Model):
     name: str | None = None
     occurred_at: AwareDatetime
     role: str | None = None
+    thread_id: str | None = None
 
 
 class PacketFact(Model):
@@ -498,7 +505,8 @@ class EventPage(Model):
 class EventsRequest(Model):
     """
     A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
-    conversation): one of the two lists.
+    conversation, optionally of one ``thread_id``): one of the two lists. The messages of a
+    batch are said in the order listed.
     """
 
     model_config = ConfigDict(
@@ -508,6 +516,7 @@ class EventsRequest(Model):
     messages: list[MessageIn] | None = None
     project_id: str | None = None
     subject_id: str | None = None
+    thread_id: str | None = None
 
 
 class FactPage(Model):

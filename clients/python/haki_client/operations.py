@@ -76,7 +76,7 @@ EVAL_SET = Operation("GET", "/v1/eval-set", EvalSet,
 STATS_SERIES = Operation("GET", "/v1/stats/series", StatsSeries,
                          query=("project_id", "subject_id", "days", "granularity"))
 LIST_EVENTS = Operation("GET", "/v1/events", EventPage,
-                        query=("project_id", "subject_id", "cursor", "limit"))
+                        query=("project_id", "subject_id", "thread_id", "cursor", "limit"))
 LIST_SUBJECTS = Operation("GET", "/v1/subjects", SubjectPage,
                           query=("project_id", "cursor", "limit"))
 

@@ -143,7 +143,9 @@ export class HakiClient {
   // ------------------------------------------------------------------ routes
 
   /** `POST /v1/context`: the packet for a subject and a query; with `render: true` also the
-   * prompt-ready `<haki_memory>` block (`answer.block`, or {@link render}). */
+   * prompt-ready `<haki_memory>` block (`answer.block`, or {@link render}). `budget_tokens`
+   * bounds that block, tags and headers included, whether or not it is asked for;
+   * `thread_id` narrows the episodes to one conversation thread (facts stay the subject's). */
   async context(request: InProject<ContextRequest>, options: CallOptions = {}): Promise<ContextResult> {
     // `render` is sent only when asked: a request without it is what it always was.
     const { render: asked, purpose, ...rest } = request;
@@ -224,7 +226,8 @@ export class HakiClient {
     });
   }
 
-  /** `GET /v1/events`: a page of the subject's episodes; pass `next_cursor` on. */
+  /** `GET /v1/events`: a page of the subject's episodes (of one thread, with `thread_id`),
+   * newest first, those of one time in the order written; pass `next_cursor` on. */
   listEvents(query: InProject<EventsQuery>, options: CallOptions = {}): Promise<EventPage> {
     return this.call(OPERATIONS.listEvents, { query: this.inProject(query) }, options);
   }
@@ -254,9 +257,10 @@ export class HakiClient {
     return written.events[0] as EventWritten;
   }
 
-  /** `POST /v1/events` with `messages`: a turn or a whole conversation of `subjectId`, 1 to
-   * 100 messages, each stored as a `conversation.message` event; one entry per message in the
-   * answer, in order.
+  /** `POST /v1/events` with `messages`: a turn or a whole conversation of `subjectId` (of one
+   * thread with `options.threadId`), 1 to 100 messages, each stored as a
+   * `conversation.message` event and read back in the order listed; one entry per message in
+   * the answer, in order.
    *
    * Idempotent per message: give each one a `message_id` (your id of it, unique in the
    * subject) or an `id` (a UUID), and a retry, even a later one, answers `deduplicated` with
@@ -264,13 +268,16 @@ export class HakiClient {
    * (now when not given, so only this call's own retries are recognised: writing it again
    * later stores it again). */
   writeMessages(subjectId: string, messages: MessageIn[],
-                options: { projectId?: string } & CallOptions = {}): Promise<EventsResponse> {
+                options: { projectId?: string; threadId?: string } & CallOptions = {}): Promise<EventsResponse> {
     const now = Date.now();
     // Dated a millisecond apart, so that the conversation keeps its order.
     const dated = messages.map((m, i) => (m.id != null || m.message_id != null || m.occurred_at != null
       ? m : { ...m, occurred_at: new Date(now + i).toISOString() }));
     return this.call(OPERATIONS.writeEvents, {
-      body: { project_id: options.projectId ?? this.projectId, subject_id: subjectId, messages: dated },
+      body: {
+        project_id: options.projectId ?? this.projectId, subject_id: subjectId,
+        ...(options.threadId !== undefined ? { thread_id: options.threadId } : {}), messages: dated,
+      },
     }, options);
   }
 

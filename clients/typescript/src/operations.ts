@@ -53,7 +53,7 @@ export const OPERATIONS = {
     query: ["project_id", "subject_id", "days", "granularity"], body: false, idempotent: true,
   },
   listEvents: {
-    method: "GET", path: "/v1/events", query: ["project_id", "subject_id", "cursor", "limit"],
+    method: "GET", path: "/v1/events", query: ["project_id", "subject_id", "thread_id", "cursor", "limit"],
     body: false, idempotent: true,
   },
   listSubjects: {

@@ -484,6 +484,11 @@ export interface components {
             render: boolean;
             /** Subject Id */
             subject_id: string;
+            /**
+             * Thread Id
+             * @description Narrows the episodes to this conversation thread of the subject; facts stay subject-wide.
+             */
+            thread_id?: string | null;
         };
         /** ContextResponse */
         ContextResponse: {
@@ -556,6 +561,8 @@ export interface components {
             };
             /** Subject Id */
             subject_id: string;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** EventPage */
         EventPage: {
@@ -587,6 +594,8 @@ export interface components {
              * Format: date-time
              */
             recorded_at: string;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** EventWritten */
         EventWritten: {
@@ -601,7 +610,8 @@ export interface components {
         /**
          * EventsRequest
          * @description A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
-         *     conversation): one of the two lists.
+         *     conversation, optionally of one ``thread_id``): one of the two lists. The messages of a
+         *     batch are said in the order listed.
          */
         EventsRequest: {
             /** Events */
@@ -612,6 +622,8 @@ export interface components {
             project_id?: string | null;
             /** Subject Id */
             subject_id?: string | null;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** EventsResponse */
         EventsResponse: {
@@ -1024,6 +1036,8 @@ export interface components {
             occurred_at: string;
             /** Role */
             role?: string | null;
+            /** Thread Id */
+            thread_id?: string | null;
         };
         /** PacketFact */
         PacketFact: {
@@ -1883,6 +1897,8 @@ export interface operations {
             query: {
                 subject_id: string;
                 project_id?: string | null;
+                /** @description only the events of this conversation thread */
+                thread_id?: string | null;
                 cursor?: string | null;
                 limit?: number;
             };

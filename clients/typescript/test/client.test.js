@@ -39,7 +39,7 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.equal(answer.served, true);
     assert.ok(answer.packet.facts.length > 0 && answer.token_count <= 120);
     assert.ok(answer.packet.facts.some((f) => f.predicate === "preferred_language"));
-    assert.match(render(answer), /^<haki_memory>\nFacts:\n- [^]*<\/haki_memory>$/);
+    assert.match(render(answer), /^<haki_memory>\n\[f1\] [^]*<\/haki_memory>$/);
     assert.equal(render(answer), answer.block);
     const plain = await client.context({ subject_id: SUBJECT, query: QUERY, purpose: "support_reply", budget_tokens: 120 });
     assert.equal("block" in plain, false);
@@ -141,7 +141,8 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     assert.deepEqual(again.events.map((e) => [e.id, e.deduplicated]), ids.map((id) => [id, true]));
     const answer = await client.context({ subject_id: who, query: "Where should Ana's invoices be sent? Porto address", purpose: "support_reply", budget_tokens: 4000, render: true });
     assert.ok(answer.packet.episodes.some((e) => e.event_id === ids[0] && e.role === "user" && e.name === "Ana"));
-    assert.ok(render(answer).split("\n").includes(`- [2026-11-20 10:07Z] user (Ana): ${said}`));
+    const lines = render(answer).split("\n");
+    assert.equal(lines[lines.indexOf("## 2026-11-20") + 1], `[e1] user (Ana): ${said}`);
     assert.deepEqual(await codeOf(client.writeMessages(who, [{ role: "user", message_id: "m-1", content: "Other words." }])), ["idempotency_conflict", 409]);
     assert.deepEqual(await codeOf(client.writeMessages(who, [])), ["validation_error", 422]);
     assert.deepEqual(await codeOf(client.writeMessages("", turn)), ["missing_scope", 422]);
@@ -318,6 +319,22 @@ describe("retries, timeouts and fail-open", () => {
       const [plain, asked] = s.requests.map((r) => JSON.parse(r.body));
       assert.equal("render" in plain, false);
       assert.equal(asked.render, true);
+    } finally { await s.close(); }
+  });
+
+  test("a thread goes with the messages, the context call and the listing", async () => {
+    const written = { status: 201, body: { events: [{ id: "3fdb9157-2449-4afe-a59b-5c5b0c621f5a", deduplicated: false }] } };
+    const page = { status: 200, body: { events: [], next_cursor: null } };
+    const s = await stub([written, OK, page]);
+    try {
+      const client = new HakiClient({ url: s.url, apiKey: "hk_x", projectId: "p" });
+      await client.writeMessages("s", [{ role: "user", content: "hi", message_id: "m-1" }], { threadId: "t-1" });
+      await client.context({ subject_id: "s", query: "q", thread_id: "t-1" });
+      await client.listEvents({ subject_id: "s", thread_id: "t-1" });
+      const [messages, context] = s.requests.slice(0, 2).map((r) => JSON.parse(r.body));
+      assert.equal(messages.thread_id, "t-1");
+      assert.equal(context.thread_id, "t-1");
+      assert.equal(s.requests[2].url, "/v1/events?subject_id=s&thread_id=t-1&project_id=p");
     } finally { await s.close(); }
   });
 

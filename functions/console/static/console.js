@@ -527,8 +527,9 @@ async function showMemory(params) {
         why);
     }))))));
 
-  $("#episodes").replaceChildren(...episodes.events.map((event) => el("li", {},
-    el("span", { class: "hint" }, when(event.occurred_at), ` · ${event.kind} `),
+  // Newest first, as listed: the events of one time in the reverse of the order written.
+  $("#episodes").replaceChildren(...episodes.events.map((event) => el("li", { "data-thread": event.thread_id ?? null },
+    el("span", { class: "hint" }, when(event.occurred_at), ` · ${event.kind}${event.thread_id ? ` · ${event.thread_id}` : ""} `),
     el("span", { class: "payload", text: typeof event.payload.text === "string" ? event.payload.text : readable(event.payload) }))));
 }
 

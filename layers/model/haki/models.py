@@ -148,6 +148,10 @@ class ContextRequest(_Strict):
     query: str = Field(min_length=1, max_length=QUERY_MAX_CHARS)
     purpose: str | None = Field(default=None, max_length=PURPOSE_MAX_CHARS)
     budget_tokens: StrictInt = Field(default=DEFAULT_BUDGET_TOKENS, gt=0, le=MAX_BUDGET_TOKENS)
+    thread_id: Label | None = Field(
+        default=None, min_length=1, max_length=SCOPE_MAX_CHARS,
+        description="Narrows the episodes to this conversation thread of the subject; facts "
+                    "stay subject-wide.")
     render: StrictBool = Field(
         default=False,
         description="Also return the packet rendered as the prompt-ready <haki_memory> block "
@@ -198,6 +202,8 @@ class PacketEpisode(_Strict):
     #: None for an episode that is not a message.
     role: str | None = None
     name: str | None = None
+    #: The conversation thread the episode belongs to; None when it has none.
+    thread_id: str | None = None
 
 
 class ContextPacket(_Strict):

@@ -16,14 +16,18 @@ _SPEAKER_KEYS = ("role", "name")
 
 def estimate_tokens(text: str) -> int:
     """The budget's token estimate (docs/spec.md §4): ``max(1, len(text) // 4)``."""
-    return max(1, len(text) // 4)
+    return tokens_of_length(len(text))
+
+
+def tokens_of_length(chars: int) -> int:
+    """:func:`estimate_tokens` of a text of ``chars`` characters."""
+    return max(1, chars // 4)
 
 
 def value_text(value: Any) -> str:
-    """A fact value as text: strings as they are, anything else as compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
+    """A fact value as text: :func:`readable`, as an episode's payload (an object as
+    ``key: value; …``)."""
+    return readable(value)
 
 
 def fact_text(predicate: str, value: Any) -> str:

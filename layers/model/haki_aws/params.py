@@ -11,6 +11,9 @@ from haki.memory.api import MAX_CURSOR_CHARS, MAX_PAGE, Predicate, ScopeId
 ScopeQuery = Annotated[ScopeId, Query()]
 #: The same, optional (absent means "the whole project").
 OptionalScopeQuery = Annotated[ScopeId | None, Query()]
+#: A conversation thread to filter on (the rules of a scope id).
+ThreadQuery = Annotated[
+    ScopeId | None, Query(description="only the events of this conversation thread")]
 
 #: A listing's page size: 1–200, 50 when absent (``haki.memory.api``).
 PageLimitQuery = Annotated[int, Query(ge=1, le=MAX_PAGE)]

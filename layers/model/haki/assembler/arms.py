@@ -3,12 +3,14 @@
 Each statement is a call of the SQL function that holds it (migrations/functions/):
 ``haki_text_arm`` (the idf text arm with the turns around its episodes), ``haki_nearest_facts``
 and ``haki_nearest_events`` (the vector arm, each over its own HNSW graph, the events with the
-turns around the nearest few). A function keeps its statement's parse tree, and its plan where
-one can be reused, for the life of the connection; statements are never prepared, which would
-pin a client to one backend behind RDS Proxy. Each call below takes exactly the parameters its
-function declares, built from the request and the configuration; each sends its statement and
-returns the cursor, whose rows the caller fetches when it needs them (in a pipeline, a fetch
-is a round trip). Fetched rows are read, never changed.
+turns around the nearest few); a request's ``thread_id`` narrows the episodes, and every event
+row carries its thread and its place in the written order (``seq``). A function keeps its
+statement's parse tree, and its plan where one can be reused, for the life of the connection;
+statements are never prepared, which would pin a client to one backend behind RDS Proxy. Each
+call below takes exactly the parameters its function declares, built from the request and the
+configuration; each sends its statement and returns the cursor, whose rows the caller fetches
+when it needs them (in a pipeline, a fetch is a round trip). Fetched rows are read, never
+changed.
 """
 
 from collections.abc import Sequence
@@ -38,7 +40,7 @@ SELECT * FROM haki_text_arm(
     p_horizon_volatile_seconds => %(horizon_volatile_seconds)s,
     p_horizon_ephemeral_seconds => %(horizon_ephemeral_seconds)s,
     p_excerpt_chars => %(excerpt_chars)s, p_neighbour_span => %(neighbour_span)s,
-    p_use_neighbours => %(use_neighbours)s)
+    p_use_neighbours => %(use_neighbours)s, p_thread_id => %(thread_id)s)
 """
 
 NEAREST_FACTS = """
@@ -63,7 +65,8 @@ SELECT * FROM haki_nearest_events(
     p_ef_search_min => %(ef_search_min)s, p_ef_search_max => %(ef_search_max)s,
     p_rows_per_ef => %(rows_per_ef)s, p_max_scan_tuples => %(max_scan_tuples)s,
     p_neighbour_sources => %(neighbour_sources)s, p_excerpt_chars => %(excerpt_chars)s,
-    p_neighbour_span => %(neighbour_span)s, p_use_neighbours => %(use_neighbours)s)
+    p_neighbour_span => %(neighbour_span)s, p_use_neighbours => %(use_neighbours)s,
+    p_thread_id => %(thread_id)s)
 """
 
 SUBJECT_DISABLED = """
@@ -109,7 +112,8 @@ def text_arm(conn: psycopg.Connection, request: ContextRequest,
              config: RetrievalConfig) -> Cursor:
     """Send the text arm: its rows, with the turns around its episodes (``item``
     'neighbour'), each with its stored embedding. It needs no query vector, so it can run
-    while the question is embedded."""
+    while the question is embedded. A request's ``thread_id`` narrows its episodes to that
+    thread."""
     return _cursor(conn).execute(TEXT_ARM, {
         "project_id": request.project, "subject_id": request.subject_id,
         "query": request.query, "stopwords": config.stopword_list,
@@ -117,7 +121,7 @@ def text_arm(conn: psycopg.Connection, request: ContextRequest,
         "use_episodes": config.use_episodes, "text_candidates": config.text_candidates,
         "text_top_k": config.text_top_k, "excerpt_chars": config.excerpt_chars,
         "neighbour_span": config.neighbour_span, "use_neighbours": config.use_neighbours,
-        **_horizons(config),
+        "thread_id": request.thread_id, **_horizons(config),
     })
 
 
@@ -131,13 +135,13 @@ def nearest_facts(conn: psycopg.Connection, request: ContextRequest, config: Ret
 
 def nearest_events(conn: psycopg.Connection, request: ContextRequest, config: RetrievalConfig,
                    vector: np.ndarray) -> Cursor:
-    """Send the vector arm over events: the nearest events of the scope, with the turns
-    around the nearest few."""
+    """Send the vector arm over events: the nearest events of the scope (of the request's
+    thread, when it names one), with the turns around the nearest few."""
     return _cursor(conn).execute(NEAREST_EVENTS, {
         **_search(config, request, "events", vector),
         "use_episodes": config.use_episodes, "neighbour_sources": config.neighbour_sources,
         "excerpt_chars": config.excerpt_chars, "neighbour_span": config.neighbour_span,
-        "use_neighbours": config.use_neighbours})
+        "use_neighbours": config.use_neighbours, "thread_id": request.thread_id})
 
 
 def subject_disabled(conn: psycopg.Connection, request: ContextRequest) -> bool:

@@ -57,6 +57,10 @@ class EpisodeCandidate:
     payload: dict[str, Any]
     occurred_at: datetime
     distance: float
+    #: The event's thread (None: none) and its place in the order events were written
+    #: (``events.seq``): the messages of one batch share a time but not a place.
+    thread_id: str | None = None
+    seq: int = 0
 
     @classmethod
     def from_row(cls, row: dict[str, Any], *, distance: float | None = None
@@ -65,6 +69,7 @@ class EpisodeCandidate:
         values: dict[str, Any] = {name: row.get(name) for name in cls.__slots__}
         if distance is not None:
             values["distance"] = distance
+        values["seq"] = values["seq"] or 0
         return cls(**values)
 
     @property

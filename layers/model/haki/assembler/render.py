@@ -1,23 +1,38 @@
 """The prompt-ready ``<haki_memory>`` block: what ``POST /v1/context`` returns as ``block``
 when asked (``render: true``), what ``haki context --render`` prints and what the console
-shows. The SDKs take this string from the service; there is no other renderer.
+shows. The SDKs take this string from the service; there is no other renderer. The budget
+bounds this block (the packer charges every line of it, ``packing.py``), so its layout spends
+characters on memory, not on formatting::
+
+    <haki_memory>
+    [f1] preferred language: fr (since 2026-11-27)
+    ## 2026-11-20 · support-42
+    [e1] user (Ana): Hi! Reports in English please.
+    [e2] assistant: Noted.
+    </haki_memory>
+
+Each line starts with a handle to cite it by: ``[f<i>]`` for the i-th fact of the packet,
+``[e<j>]`` for its j-th episode (1-based, in packet order). Facts come first, then the
+episodes under one short header per group: the day (UTC) and, when the episodes have one,
+their thread; within a group the lines are in the order said, so the day and the order stand
+for the time (the packet keeps each episode's ``occurred_at``). A message says who said it:
+its role and, when given, the speaker's name (``user (Ana):``).
 
 Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
 be able to close the block, open a forged one, or add lines that look like the block's own.
-Every memory text is put on one line (line breaks of any kind become spaces, other control
-characters and invisible format characters are dropped) and its angle brackets, and every
-character that normalises or looks like one, become ‹ › , so no tag can be formed from memory,
-whatever its case, spacing or Unicode normalisation.
-
-Each episode says when it happened, in UTC to the minute (``2025-06-28 09:14Z``), and, for a
-message, who said it: its role and, when given, the speaker's name (``user (Ana):``). A
-speaker's name is memory too and is made safe like any other text.
+Every memory text (a thread id and a speaker's name included) is put on one line (line breaks
+of any kind become spaces, other control characters and invisible format characters are
+dropped) and its angle brackets, and every character that normalises or looks like one,
+become ‹ › , so no tag can be formed from memory, whatever its case, spacing or Unicode
+normalisation; every line starts with the block's own handle or header mark, never with
+memory.
 """
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from typing import Any
 
-from haki.models import ContextPacket, PacketEpisode
+from haki.models import ContextPacket
 from haki.text import fact_text
 
 #: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters
@@ -41,46 +56,84 @@ _FORMAT = re.compile(
 _ANGLES = str.maketrans(dict.fromkeys("<＜﹤≮˂❮", "‹") | dict.fromkeys(">＞﹥≯˃❯", "›"))
 
 
+OPEN_TAG = "<haki_memory>"
+CLOSE_TAG = "</haki_memory>"
+#: The characters the two tag lines add to a block that holds anything (with a line break
+#: after the opening tag; the closing tag ends the block).
+TAGS_CHARS = len(OPEN_TAG) + 1 + len(CLOSE_TAG)
+
+#: An episode's group: its day in UTC and its thread (None: no thread).
+Group = tuple[date, str | None]
+
+
 def inline(text: str) -> str:
     """Memory text made safe inside the block: one line, no control or format character, no
-    tag character nor look-alike of one."""
+    tag character nor look-alike of one. (Printable ASCII, the common case the packer measures
+    for every candidate, holds no break, control, format character nor look-alike: only its
+    two brackets change.)"""
+    if text.isascii() and text.isprintable():
+        return text.replace("<", "‹").replace(">", "›")
     return _FORMAT.sub("", _CONTROLS.sub("", _BREAKS.sub(" ", text))).translate(_ANGLES)
 
 
 def render_packet(packet: ContextPacket) -> str:
     """``<haki_memory>…</haki_memory>``; an empty packet renders as an empty string (an
-    "I remember nothing" block would itself distract the model)."""
+    "I remember nothing" block would itself distract the model). Episodes are shown in packet
+    order, a header before each one whose group differs from the previous one's (the
+    assembler's packets hold each group's episodes together, in the order they were said)."""
     if not packet.facts and not packet.episodes:
         return ""
-    lines = ["<haki_memory>"]
-    if packet.facts:
-        lines.append("Facts:")
-        for fact in packet.facts:
-            notes = []
-            if fact.valid_from is not None:
-                notes.append(f"since {fact.valid_from.date().isoformat()}")
-            if fact.confidence is not None:
-                notes.append(f"confidence {fact.confidence:.2f}")
-            if fact.unconfirmed:
-                notes.append("unconfirmed")
-            suffix = f" ({', '.join(notes)})" if notes else ""
-            lines.append(f"- {inline(fact_text(fact.predicate, fact.value))}{suffix}")
-    if packet.episodes:
-        lines.append("Episodes:")
-        for episode in packet.episodes:
-            lines.append(f"- [{minute(episode.occurred_at)}] {said(episode)}")
-    lines.append("</haki_memory>")
+    lines = [OPEN_TAG]
+    lines.extend(fact_line(number, f.predicate, f.value, f.valid_from, f.unconfirmed)
+                 for number, f in enumerate(packet.facts, start=1))
+    previous: Group | None = None
+    for number, episode in enumerate(packet.episodes, start=1):
+        if (current := group_of(episode.occurred_at, episode.thread_id)) != previous:
+            lines.append(group_header(current))
+            previous = current
+        lines.append(episode_line(number, episode.role, episode.name, episode.excerpt))
+    lines.append(CLOSE_TAG)
     return "\n".join(lines)
 
 
-def minute(moment: datetime) -> str:
-    """``2025-06-28 09:14Z``: the moment in UTC, to the minute."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%MZ")
+# The lines are made from the fields they show (not from packet models), so that the packer
+# measures a candidate's line before deciding to make it part of the packet.
 
 
-def said(episode: PacketEpisode) -> str:
-    """``user (Ana): text`` for a message, the text alone for any other episode."""
-    if episode.role is None:
-        return inline(episode.excerpt)
-    who = f"{episode.role} ({episode.name})" if episode.name else episode.role
-    return f"{inline(who)}: {inline(episode.excerpt)}"
+def fact_line(number: int, predicate: str, value: Any, valid_from: datetime | None,
+              unconfirmed: bool) -> str:
+    """``[f1] preferred language: fr (since 2026-11-27, unconfirmed)``. A fact's confidence
+    stays in the packet: on every line of a fact-heavy block it cost a sixth of the budget
+    and carried no memory (docs/decisions/2026-12-05-compact-block.md)."""
+    notes = []
+    if valid_from is not None:
+        notes.append(f"since {valid_from.astimezone(UTC).date().isoformat()}")
+    if unconfirmed:
+        notes.append("unconfirmed")
+    suffix = f" ({', '.join(notes)})" if notes else ""
+    return f"[f{number}] {inline(fact_text(predicate, value))}{suffix}"
+
+
+def group_of(occurred_at: datetime, thread_id: str | None) -> Group:
+    """An episode's group: its day in UTC and its thread."""
+    return occurred_at.astimezone(UTC).date(), thread_id
+
+
+def group_header(group: Group) -> str:
+    """``## 2026-11-20``, or ``## 2026-11-20 · support-42`` for a thread."""
+    day, thread = group
+    return f"## {day.isoformat()}" + (f" · {inline(thread)}" if thread is not None else "")
+
+
+def episode_line(number: int, role: str | None, name: str | None, excerpt: str) -> str:
+    """``[e1] user (Ana): text``."""
+    return f"[e{number}] {said(role, name, excerpt)}"
+
+
+def said(role: str | None, name: str | None, excerpt: str) -> str:
+    """``user (Ana): text`` for a message (a ``role``), the text alone for any other
+    episode."""
+    if role is None:
+        return inline(excerpt)
+    who = f"{role} ({name})" if name else role
+    return f"{inline(who)}: {inline(excerpt)}"

@@ -54,5 +54,5 @@ def list_calls(db: Database, project_id: str, request: CallListRequest) -> CallP
                  "until", "feedback"})
     calls, next_cursor = read_page(
         db, project_id, LIST_CALLS, params, cursor=request.cursor, limit=request.limit,
-        view=CallSummary, sort_key=lambda call: (call.created_at, call.trace_id))
+        view=CallSummary, sort_key=("created_at", "trace_id"))
     return CallPage(calls=calls, next_cursor=next_cursor)

@@ -157,6 +157,8 @@ class EventIn(_Body):
     idempotent: a replay returns the original id and writes nothing."""
 
     subject_id: ScopeId
+    #: The conversation thread of the subject the event belongs to (optional).
+    thread_id: ScopeId | None = None
     kind: Annotated[str, _label(MAX_KIND_CHARS), IDENTIFIER]
     occurred_at: Timestamp | None = None
     payload: JsonObject = Field(default_factory=dict)
@@ -208,11 +210,14 @@ class MessageIn(_Body):
 
 class EventsRequest(_Scoped):
     """A batch of ``events``, or of ``messages`` of one ``subject_id`` (a turn or a whole
-    conversation): one of the two lists."""
+    conversation, optionally of one ``thread_id``): one of the two lists. The messages of a
+    batch are said in the order listed."""
 
     events: list[EventIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
     #: The subject of ``messages`` (each event names its own).
     subject_id: ScopeId | None = None
+    #: The thread of ``messages`` (each event names its own).
+    thread_id: ScopeId | None = None
     messages: list[MessageIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
 
     @model_validator(mode="after")
@@ -221,6 +226,8 @@ class EventsRequest(_Scoped):
             raise ValueError("give either events or messages (with subject_id)")
         if self.events is not None and self.subject_id is not None:
             raise ValueError("subject_id goes with messages; each event names its own")
+        if self.events is not None and self.thread_id is not None:
+            raise ValueError("thread_id goes with messages; each event names its own")
         return self
 
     def subjects(self) -> set[str]:

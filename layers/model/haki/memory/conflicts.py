@@ -210,5 +210,5 @@ def list_conflicts(db: Database, project_id: str, request: ConflictListRequest) 
         db, project_id, LIST_CONFLICTS,
         {"subject_id": request.subject_id, "status": request.status},
         cursor=request.cursor, limit=request.limit, view=ConflictView,
-        sort_key=lambda conflict: (conflict.created_at, conflict.id))
+        sort_key=("created_at", "id"))
     return ConflictPage(conflicts=conflicts, next_cursor=next_cursor)

@@ -57,17 +57,25 @@ log = logging.getLogger(__name__)
 
 _INSERT_EVENT = """
 INSERT INTO events (
-    id, project_id, subject_id, kind, payload, occurred_at, idempotency_key, embedding)
-VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(kind)s, %(payload)s,
-        coalesce(%(occurred_at)s, now()), %(idempotency_key)s, %(embedding)s)
+    id, project_id, subject_id, thread_id, kind, payload, occurred_at, idempotency_key,
+    embedding, seq)
+VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(thread_id)s, %(kind)s, %(payload)s,
+        coalesce(%(occurred_at)s, now()), %(idempotency_key)s, %(embedding)s,
+        coalesce(%(seq)s, nextval(pg_get_serial_sequence('events', 'seq'))))
+"""
+
+#: The places of a batch's events in the order said (``events.seq``), drawn in the order
+#: listed before the rows are inserted in lock order.
+DRAW_SEQ = """
+SELECT nextval(pg_get_serial_sequence('events', 'seq')) FROM generate_series(1, %(count)s)
 """
 
 #: ``haki load``: an id already stored in the same scope is updated with the document's values
 #: (event ids are unique per project: the primary key is (project_id, id)).
 UPSERT_EVENT = _INSERT_EVENT + """
 ON CONFLICT (project_id, id) DO UPDATE SET
-    kind = EXCLUDED.kind, payload = EXCLUDED.payload, occurred_at = EXCLUDED.occurred_at,
-    embedding = EXCLUDED.embedding
+    thread_id = EXCLUDED.thread_id, kind = EXCLUDED.kind, payload = EXCLUDED.payload,
+    occurred_at = EXCLUDED.occurred_at, embedding = EXCLUDED.embedding
 WHERE events.project_id = EXCLUDED.project_id AND events.subject_id = EXCLUDED.subject_id
 """
 
@@ -79,7 +87,7 @@ INSERT_EVENT_ONCE = _INSERT_EVENT + "ON CONFLICT DO NOTHING RETURNING id"
 
 #: The project's events a batch names by id (primary key) or key (events_idempotency_key_idx).
 SELECT_STORED = """
-SELECT id, idempotency_key, subject_id, kind, payload, occurred_at
+SELECT id, idempotency_key, subject_id, thread_id, kind, payload, occurred_at
 FROM events
 WHERE project_id = %(project_id)s
   AND (id = ANY (%(ids)s) OR idempotency_key = ANY (%(keys)s))
@@ -90,13 +98,16 @@ Handle = tuple[str, UUID | str]
 
 
 def event_row(
-    *, id: UUID, project_id: str, subject_id: str, kind: str, payload: dict[str, Any],
-    occurred_at: datetime | None, idempotency_key: str | None, embedding: np.ndarray,
+    *, id: UUID, project_id: str, subject_id: str, thread_id: str | None, kind: str,
+    payload: dict[str, Any], occurred_at: datetime | None, idempotency_key: str | None,
+    embedding: np.ndarray, seq: int | None = None,
 ) -> dict[str, object]:
-    """Parameters of :data:`UPSERT_EVENT` / :data:`INSERT_EVENT_ONCE`."""
-    return {"id": id, "project_id": project_id, "subject_id": subject_id, "kind": kind,
-            "payload": Jsonb(payload), "occurred_at": occurred_at,
-            "idempotency_key": idempotency_key, "embedding": embedding}
+    """Parameters of :data:`UPSERT_EVENT` / :data:`INSERT_EVENT_ONCE` (``seq`` None: the
+    next of the sequence)."""
+    return {"id": id, "project_id": project_id, "subject_id": subject_id,
+            "thread_id": thread_id, "kind": kind, "payload": Jsonb(payload),
+            "occurred_at": occurred_at, "idempotency_key": idempotency_key,
+            "embedding": embedding, "seq": seq}
 
 
 #: The project's key of the event ids derived from messages (``haki_message_id_key``): random per
@@ -153,8 +164,9 @@ class Batch:
                                "names its scope, 1 to 128 characters)")
         assert key is not None
         return cls("messages", [
-            EventIn(subject_id=subject_id, kind=MESSAGE_KIND, occurred_at=m.occurred_at,
-                    payload=m.payload(), id=message_event_id(key, subject_id, m))
+            EventIn(subject_id=subject_id, thread_id=request.thread_id, kind=MESSAGE_KIND,
+                    occurred_at=m.occurred_at, payload=m.payload(),
+                    id=message_event_id(key, subject_id, m))
             for m in messages
         ], ["id" if m.id is not None else "message_id" if m.message_id is not None
             else "occurred_at" for m in messages])
@@ -218,6 +230,7 @@ def _stored(
 def _same_event(event: EventIn, stored: dict[str, Any]) -> bool:
     """Whether a replay describes the stored event (``occurred_at`` only when it gives one)."""
     return (stored["subject_id"] == event.subject_id and stored["kind"] == event.kind
+            and stored["thread_id"] == event.thread_id
             and stored["payload"] == event.payload
             and (event.occurred_at is None or stored["occurred_at"] == event.occurred_at))
 
@@ -252,13 +265,16 @@ def ingest_events(
     with write_transaction(db, project_id) as conn:
         lock_scopes(conn, project_id, {e.subject_id for e in events})
         if fresh:
+            drawn = sorted(n for (n,) in conn.execute(DRAW_SEQ, {"count": len(fresh)}))
+            seqs = {index: n for (index, _), n in zip(fresh, drawn, strict=True)}
             rows = sorted(zip(fresh, vectors, strict=True),
                           key=lambda row: _insert_order(row[0][1], ids[row[0][0]]))
             cursor = conn.cursor()
             cursor.executemany(INSERT_EVENT_ONCE, [
                 event_row(id=ids[index], project_id=project_id, subject_id=e.subject_id,
-                          kind=e.kind, payload=e.payload, occurred_at=e.occurred_at,
-                          idempotency_key=e.idempotency_key, embedding=vector)
+                          thread_id=e.thread_id, kind=e.kind, payload=e.payload,
+                          occurred_at=e.occurred_at, idempotency_key=e.idempotency_key,
+                          embedding=vector, seq=seqs[index])
                 for (index, e), vector in rows
             ], returning=True)
             for _ in cursor.results():

@@ -320,5 +320,5 @@ def list_facts(db: Database, project_id: str, request: FactListRequest) -> FactP
         {"subject_id": request.subject_id, "status": request.status,
          "predicate": request.predicate},
         cursor=request.cursor, limit=request.limit, view=FactView,
-        sort_key=lambda fact: (fact.recorded_from, fact.id))
+        sort_key=("recorded_from", "id"))
     return FactPage(facts=facts, next_cursor=next_cursor)
