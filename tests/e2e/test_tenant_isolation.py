@@ -94,8 +94,19 @@ def test_as_stats_count_nothing_of_b(
     theirs = client.request("GET", f"/v1/stats/overview?project_id={OTHER}", key=other_key).json
     doc = demo_document()
     assert theirs["recall_count"] >= 1
-    assert mine["active_facts"] <= sum(f.project_id == DEMO_PROJECT for f in doc.facts)
     assert theirs["active_facts"] <= sum(f.project_id == OTHER for f in doc.facts)
+    # A's count is exactly what A's own subjects hold (other tests of the session write to A).
+    subjects, cursor = [], None
+    while True:
+        page = client.request("GET", f"/v1/subjects?project_id={DEMO_PROJECT}&limit=100"
+                              + (f"&cursor={cursor}" if cursor else ""), key=server.key).json
+        subjects += page["subjects"]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert mine["active_facts"] == sum(s["facts"] for s in subjects)
+    assert not {s["subject_id"] for s in subjects} & {
+        f.subject_id for f in doc.facts if f.project_id == OTHER} - {
+        f.subject_id for f in doc.facts if f.project_id == DEMO_PROJECT}
 
 
 def test_no_answer_to_a_carries_an_id_of_b(client: Client, server: Server) -> None:

@@ -84,6 +84,7 @@ PARAMETERS: dict[str, Any] = {
                                                       + _UUID.encode() + b'"]'),
     "limit": "5", "days": "7", "granularity": "hour", "predicate": "city",
     "trace_id": _UUID, "fact_id": _UUID, "conflict_id": _UUID, "feedback": "missing",
+    "thread_id": "support-1",
 }
 
 

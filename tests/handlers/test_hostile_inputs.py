@@ -95,7 +95,7 @@ def _cursor(raw: bytes) -> str:
 
 #: Forged cursors: right prefix, wrong data (each of them was a 500 on some listing).
 FORGED_CURSORS = [
-    _cursor(b'["2026-01-01T00:00:00+00:00", 5]'),
+    _cursor(b'["2026-01-01T00:00:00+00:00", 5.5]'),
     _cursor(b'["2026-01-01T00:00:00+00:00", ["a"]]'),
     _cursor(b'["2026-01-01T00:00:00+00:00", true]'),
     _cursor(b'["2026-01-01T00:00:00+00:00", NaN]'),

@@ -40,7 +40,8 @@ def _visible(conn: psycopg.Connection, *settings: tuple[str, str]) -> tuple[int,
             conn.execute("SELECT set_config(%s, %s, true)", (name, value))
         facts = conn.execute("SELECT count(*) FROM facts").fetchone()
         hits = conn.execute(
-            "SELECT count(*) FROM haki_idf_search('s', '{launch}', true, 100, 100)").fetchone()
+            "SELECT count(*) FROM haki_idf_search('s', '{launch}', true, 100, 100, NULL)"
+        ).fetchone()
     assert facts is not None and hits is not None
     return facts[0], hits[0]
 

@@ -45,7 +45,7 @@ class SubjectPage(_Body):
 #: 1. ``ids`` walks the distinct subject ids after the cursor as a loose index scan: each step
 #:    is two ``min(subject_id) ... WHERE subject_id > previous`` probes, one into
 #:    ``facts_scope_idx (project_id, subject_id, status)``, one into ``events_scope_idx
-#:    (project_id, subject_id, occurred_at)`` (each an index-only scan stopping at its first
+#:    (project_id, subject_id, occurred_at, seq)`` (each an index-only scan stopping at its first
 #:    entry), and the outer LIMIT stops the recursion after n + 1 ids (one more tells whether
 #:    a next page exists). PostgreSQL has no skip scan for DISTINCT, so a plain
 #:    ``SELECT DISTINCT subject_id`` would read every row of the project.
