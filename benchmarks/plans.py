@@ -64,12 +64,23 @@ def _one_scope(name: str, spec: DatasetSpec, queries: int, naive: int, recall: i
                     warmup_queries=warmup_queries)
 
 
+#: The one-scope data sets of the 10k → 1M slope, by the size their scenarios are named after.
+_SLOPE = {"10k": SINGLE_10K, "100k": SINGLE_100K, "1M": SINGLE_1M}
+
+
+def _slope(queries: int, recall: int, naive_and_warmup: dict[str, tuple[int, int]]
+           ) -> tuple[Scenario, ...]:
+    """The one-scope scenarios of the sizes named, each with its ``(naive_queries,
+    warmup_queries)``."""
+    return tuple(
+        _one_scope(f"{size} facts, one scope", _SLOPE[size], queries, naive, recall,
+                   warmup_queries=warmup)
+        for size, (naive, warmup) in naive_and_warmup.items())
+
+
 QUICK = Plan(
     mode="quick",
-    scenarios=(
-        _one_scope("10k facts, one scope", SINGLE_10K, 60, 20, 20, warmup_queries=20),
-        _one_scope("100k facts, one scope", SINGLE_100K, 60, 10, 20, warmup_queries=40),
-    ),
+    scenarios=_slope(60, 20, {"10k": (20, 20), "100k": (10, 40)}),
     warmup=5,
     throughput_calls=40,
 )
@@ -77,14 +88,13 @@ QUICK = Plan(
 FULL = Plan(
     mode="full",
     scenarios=(
-        _one_scope("10k facts, one scope", SINGLE_10K, 300, 60, 100, warmup_queries=50),
-        _one_scope("100k facts, one scope", SINGLE_100K, 300, 40, 100, warmup_queries=100),
+        *_slope(300, 100, {"10k": (60, 50), "100k": (40, 100)}),
         Scenario("1M facts over 1,000 scopes", MULTI_1M, "regular", 300, 60, 100,
                  warmup_queries=100),
         Scenario("hard: one subject with 5% of 1M", MULTI_1M, "hard", 300, 30, 100,
                  warmup_queries=100),
         # Last, with fewer calls: one call costs seconds (naive) and the exact scan ~1 s.
-        _one_scope("1M facts, one scope", SINGLE_1M, 60, 6, 20, warmup_queries=150),
+        *_slope(60, 20, {"1M": (6, 150)}),
     ),
     warmup=10,
     throughput_calls=200,

@@ -29,10 +29,11 @@ import re
 import sys
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from eval_sets import Counts, LabelledSet, merge, stable_id, write_set
 
 NAMESPACE = uuid.UUID("6c2c5a9e-0d0b-4d6f-9f3e-5b8a1e7d4c21")
 PROJECT = "beam"
@@ -41,17 +42,6 @@ KIND = "conversation.message"
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 
 _MARKER = re.compile(r"\s*->->\s*[\d,\s]+$")
-
-
-@dataclass
-class Counts:
-    """What the conversion kept and dropped (the printed summary)."""
-
-    chats: int = 0
-    events: int = 0
-    questions: int = 0
-    questions_dropped: int = 0
-    unknown_ids: int = 0
 
 
 def parse_anchor(text: str | None) -> datetime | None:
@@ -108,10 +98,10 @@ def _answer(item: dict[str, Any]) -> dict[str, str]:
 
 
 def _uuid(subject: str, message_id: int) -> str:
-    return str(uuid.uuid5(NAMESPACE, f"{subject}/{message_id}"))
+    return stable_id(NAMESPACE, subject, str(message_id))
 
 
-def convert_chat(folder: Path, counts: Counts) -> dict[str, list[dict[str, Any]]]:
+def convert_chat(folder: Path, counts: Counts) -> LabelledSet:
     """One chat folder as the events and queries of its subject."""
     subject = f"beam-{folder.name}"
     batches = json.loads((folder / "chat.json").read_text(encoding="utf-8"))
@@ -145,10 +135,9 @@ def convert_chat(folder: Path, counts: Counts) -> dict[str, list[dict[str, Any]]
                             "query": item["question"], "category": ability,
                             **_answer(item),
                             "expected_event_ids": expected})
-    counts.chats += 1
-    counts.events += len(events)
-    counts.questions += len(queries)
-    return {"events": events, "queries": queries}
+    chat: LabelledSet = {"events": events, "queries": queries}
+    counts.add(chat)
+    return chat
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -166,11 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not folders:
         parser.error(f"no chat folder (with chat.json) in {args.data}")
     counts = Counts()
-    document: dict[str, list[dict[str, Any]]] = {"facts": [], "events": [], "queries": []}
-    for folder in folders:
-        for section, items in convert_chat(folder, counts).items():
-            document[section].extend(items)
-    args.out.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_set(args.out, merge(convert_chat(folder, counts) for folder in folders))
     print(f"{counts.chats} chats → {counts.events} events, {counts.questions} questions "
           f"({counts.questions_dropped} dropped: no evidence), evidence ids naming no message "
           f"dropped {counts.unknown_ids}", file=sys.stderr)

@@ -40,6 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import eval_sets
+
 NAMESPACE = uuid.UUID("0f4f1a6e-52a5-4b8e-9a40-8f3f0d2b6c71")
 PROJECT = "realtalk"
 KIND = "conversation.message"
@@ -52,18 +54,12 @@ _EVIDENCE = re.compile(r"D\s*(\d+)\s*:\s*(\d+)(?:\s*-\s*D\s*(\d+)\s*:\s*(\d+))?"
 
 
 @dataclass
-class Counts:
-    """What the conversion kept and dropped (the printed summary)."""
+class Counts(eval_sets.Counts):
+    """What the conversion kept and dropped, with what became of the evidence strings."""
 
-    chats: int = 0
-    events: int = 0
-    facts: int = 0
-    questions: int = 0
     evidence_strings: int = 0
     ranges_expanded: int = 0
     unparseable: list[str] = field(default_factory=list)
-    unknown_ids: int = 0
-    questions_dropped: int = 0
 
 
 def parse_time(text: str) -> str:
@@ -78,7 +74,7 @@ def subject_of(path: Path) -> str:
 
 
 def _uuid(*parts: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, "/".join(parts)))
+    return eval_sets.stable_id(NAMESPACE, *parts)
 
 
 def _sessions(raw: dict[str, Any]) -> list[int]:
@@ -123,9 +119,8 @@ def resolve_evidence(evidence: Sequence[str], order: Sequence[str], counts: Coun
 
 
 def convert_chat(raw: dict[str, Any], subject: str, counts: Counts, *,
-                 summary_facts: bool) -> dict[str, list[dict[str, Any]]]:
+                 summary_facts: bool) -> eval_sets.LabelledSet:
     """One chat as facts, events and queries of ``subject``."""
-    counts.chats += 1
     events: list[dict[str, Any]] = []
     order: list[str] = []
     for n in _sessions(raw):
@@ -175,21 +170,18 @@ def convert_chat(raw: dict[str, Any], subject: str, counts: Counts, *,
             "category": CATEGORIES.get(category, f"category-{category}"),
             "expected_event_ids": [_uuid(subject, dia_id) for dia_id in turns],
         })
-    counts.events += len(events)
-    counts.facts += len(facts)
-    counts.questions += len(queries)
-    return {"facts": facts, "events": events, "queries": queries}
+    chat: eval_sets.LabelledSet = {"facts": facts, "events": events, "queries": queries}
+    counts.add(chat)
+    return chat
 
 
 def convert(paths: Sequence[Path], *, summary_facts: bool) -> tuple[dict[str, Any], Counts]:
     """Every chat file of ``paths`` into one labelled set."""
     counts = Counts()
-    document: dict[str, list[dict[str, Any]]] = {"facts": [], "events": [], "queries": []}
-    for path in paths:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        part = convert_chat(raw, subject_of(path), counts, summary_facts=summary_facts)
-        for section, items in part.items():
-            document[section].extend(items)
+    document = eval_sets.merge(
+        convert_chat(json.loads(path.read_text(encoding="utf-8")), subject_of(path), counts,
+                     summary_facts=summary_facts)
+        for path in paths)
     return document, counts
 
 
@@ -204,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not paths:
         parser.error(f"no *.json file in {args.data}")
     document, counts = convert(paths, summary_facts=args.summary_facts)
-    args.out.write_text(json.dumps(document, ensure_ascii=False, indent=1), encoding="utf-8")
+    eval_sets.write_set(args.out, document)
     print(f"{counts.chats} chats → {counts.events} events, {counts.facts} facts, "
           f"{counts.questions} questions ({counts.questions_dropped} dropped: no resolvable "
           f"evidence)\nevidence strings {counts.evidence_strings}: ranges expanded "

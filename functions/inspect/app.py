@@ -32,7 +32,7 @@ from haki.models import CallFeedback, EmptyReason, InspectResponse, Status
 from haki.settings import get_settings
 from haki.validation import parse
 from haki_aws import gateway
-from haki_aws.auth import key_scope
+from haki_aws.auth import key_scope, request_scope
 from haki_aws.database import reader_database, runtime_database
 from haki_aws.errors import responses
 from haki_aws.observability import api_entry, log_scope, traced
@@ -90,8 +90,7 @@ def get_calls(
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> CallPage:
-    scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
+    scope = request_scope(app, project_id, subject_id)
     request = parse(CallListRequest, {
         "project_id": project_id, "subject_id": subject_id, "q": q, "status": status,
         "warning": warning, "empty_reason": empty_reason, "purpose": purpose,
@@ -135,8 +134,7 @@ def get_eval_set(
                                 description="calls at most (the newest of the window)")]
     = DEFAULT_EXPORT_CALLS,
 ) -> EvalSet:
-    scope = key_scope(app, project_id)
-    log_scope(scope, None)
+    scope = request_scope(app, project_id, None)
     request = parse(EvalSetRequest, {"project_id": scope, "since": since, "until": until,
                                      "limit": limit})
     return export_eval_set(reader or db, scope, request)

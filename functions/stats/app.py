@@ -14,11 +14,10 @@ from haki import stats
 from haki.db import Role
 from haki.settings import get_settings
 from haki_aws import gateway
-from haki_aws.auth import key_scope
+from haki_aws.auth import request_scope
 from haki_aws.database import reader_database, runtime_database
 from haki_aws.observability import (
     api_entry,
-    log_scope,
     logger,
     record_partitions,
     scheduled_entry,
@@ -42,8 +41,7 @@ def get_overview(
     project_id: OptionalScopeQuery = None,
     subject_id: OptionalScopeQuery = None,
 ) -> stats.StatsOverview:
-    scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
+    scope = request_scope(app, project_id, subject_id)
     return stats.overview(reader or db, project_id=scope, subject_id=subject_id)
 
 
@@ -57,8 +55,7 @@ def get_series(
                                description="window, in days up to now")] = 7,
     granularity: Annotated[stats.Granularity, Query(description="bucket size")] = "hour",
 ) -> stats.StatsSeries:
-    scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
+    scope = request_scope(app, project_id, subject_id)
     return stats.series(reader or db, project_id=scope, subject_id=subject_id, days=days,
                         granularity=granularity)
 

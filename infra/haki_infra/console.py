@@ -9,14 +9,13 @@ no database, no layer and no network: it runs outside the VPC with the smallest 
 a reserved concurrency of its own (``haki:sizing``'s ``console``).
 """
 
-from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from haki_infra.config import PROJECT_ROOT, FunctionSizing
-from haki_infra.layer import RUNTIME
+from haki_infra.config import FunctionSizing
+from haki_infra.functions import logged_function
 from haki_infra.nag import acknowledge
 
 #: The page's resource under the API root; its files are ``{PATH}/{asset}``.
@@ -34,26 +33,19 @@ class Console(Construct):
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
-        self.function = lambda_.Function(
+        self.log_group, self.function = logged_function(
             self,
-            "Function",
-            description="haki: the console's page and static files",
-            runtime=RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            code=lambda_.Code.from_asset(
-                str(PROJECT_ROOT / "functions" / "console"),
-                exclude=["__pycache__", "*.pyc", "vendor/README.md"],
-            ),
+            folder="console",
+            exclude=["__pycache__", "*.pyc", "vendor/README.md"],
             handler="app.handler",
-            memory_size=sizing.memory_mb,
-            timeout=Duration.seconds(sizing.timeout_s),
-            # Public methods (no key): a flood of page loads stops at this many concurrent
-            # executions instead of taking the account's unreserved pool.
-            reserved_concurrent_executions=sizing.reserved_concurrency,
-            log_group=self.log_group,
+            description="haki: the console's page and static files",
+            architecture=lambda_.Architecture.ARM_64,
+            # Public methods (no key): a flood of page loads stops at the sizing's reserved
+            # concurrency instead of taking the account's unreserved pool.
+            sizing=sizing,
+            log_retention=log_retention,
+            runtime_reason="Pinned to Python 3.12 with the service's other functions; moved "
+            "together",
         )
         integration = apigw.LambdaIntegration(self.function, allow_test_invoke=False)
         page = rest_api.root.add_resource(PATH)
@@ -70,14 +62,3 @@ class Console(Construct):
         for method in self.methods:
             acknowledge(method, "AwsSolutions-APIG4", reason)
             acknowledge(method, "AwsSolutions-COG4", reason)
-        acknowledge(
-            self.function,
-            "AwsSolutions-L1",
-            "Pinned to Python 3.12 with the service's other functions; moved together",
-        )
-        acknowledge(
-            self.function,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AWSLambdaBasicExecutionRole]",
-            "AWS-managed policy for writing the function's own logs; maintained by AWS",
-        )

@@ -182,6 +182,21 @@ def test_feedback_goes_with_its_calls_day_partition(
         stats_db.close()
 
 
+def erase_behind(holder: psycopg.Connection, owner_url: str, app_db: Database,
+                 project_id: str, request: ForgetRequest, message: str) -> list[int]:
+    """Runs the erasure ``request`` while ``holder`` keeps its transaction open, checks that it
+    waits for it, commits ``holder`` and returns the erased feedback count (empty if the
+    erasure failed)."""
+    done: list[int] = []
+    thread = tenant_thread(lambda: done.append(
+        forget(app_db, project_id, request).counts["call_feedback"]))
+    thread.start()
+    wait_until_blocked_by(holder, owner_url, thread, message)
+    holder.execute("COMMIT")
+    thread.join(timeout=60)
+    return done
+
+
 def test_an_erasure_that_waits_for_a_feedback_in_flight_cuts_its_fact_out(
         app_db: Database, project_id: str, served: dict[str, Any],
         db_urls: dict[Role, str]) -> None:
@@ -199,15 +214,9 @@ def test_an_erasure_that_waits_for_a_feedback_in_flight_cuts_its_fact_out(
             "subject_id, used, missing) SELECT project_id, trace_id, created_at, 'agent', "
             "subject_id, ARRAY[%s::uuid], ARRAY[%s::uuid] FROM context_calls "
             "WHERE trace_id = %s", (served["language"], served["unserved"], trace))
-        done: list[int] = []
-        thread = tenant_thread(lambda: done.append(forget(app_db, project_id, ForgetRequest(
-            project_id=project_id, fact_id=served["unserved"], mode="delete"))
-            .counts["call_feedback"]))
-        thread.start()
-        wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
-                              "the erasure did not wait for the feedback in flight")
-        holder.execute("COMMIT")
-    thread.join(timeout=60)
+        done = erase_behind(holder, db_urls[Role.OWNER], app_db, project_id, ForgetRequest(
+            project_id=project_id, fact_id=served["unserved"], mode="delete"),
+            "the erasure did not wait for the feedback in flight")
     assert done == [1]
     (left,) = load_trace(app_db, project_id=project_id, subject_id="alice",
                          trace_id=trace).feedback
@@ -221,14 +230,9 @@ def test_an_erasure_that_waits_for_a_feedback_in_flight_cuts_its_fact_out(
             "INSERT INTO call_feedback (project_id, trace_id, call_created_at, source, "
             "subject_id, used, missing) SELECT project_id, trace_id, created_at, 'person', "
             "subject_id, '{}', '{}' FROM context_calls WHERE trace_id = %s", (trace,))
-        erased: list[int] = []
-        thread = tenant_thread(lambda: erased.append(forget(app_db, project_id, ForgetRequest(
-            project_id=project_id, subject_id="alice", mode="delete")).counts["call_feedback"]))
-        thread.start()
-        wait_until_blocked_by(holder, db_urls[Role.OWNER], thread,
-                              "the subject's erasure did not wait for the feedback in flight")
-        holder.execute("COMMIT")
-    thread.join(timeout=60)
+        erased = erase_behind(holder, db_urls[Role.OWNER], app_db, project_id, ForgetRequest(
+            project_id=project_id, subject_id="alice", mode="delete"),
+            "the subject's erasure did not wait for the feedback in flight")
     assert erased == [2]
     with connect(db_urls[Role.OWNER]) as owner:
         assert owner.execute("SELECT count(*) FROM call_feedback WHERE project_id = %s",

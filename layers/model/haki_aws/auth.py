@@ -20,6 +20,7 @@ from haki.db import Database
 from haki.errors import ForbiddenScope
 from haki.keys import IdentityCache, KeyIdentity, authenticate
 from haki.settings import get_settings
+from haki_aws.observability import log_scope
 
 IDENTITY = "identity"
 _FORBIDDEN = "this API key is not valid for the requested project"
@@ -53,3 +54,12 @@ def key_scope(app: APIGatewayRestResolver, project_id: str | None) -> str:
     if project_id is not None and project_id != identity.project_id:
         raise ForbiddenScope(_FORBIDDEN)
     return identity.project_id
+
+
+def request_scope(app: APIGatewayRestResolver, project_id: str | None,
+                  subject_id: str | None) -> str:
+    """The request's scope: the key's project, checked as :func:`key_scope` does, put with the
+    subject on every later log line of the invocation (:func:`log_scope`)."""
+    scope = key_scope(app, project_id)
+    log_scope(scope, subject_id)
+    return scope
