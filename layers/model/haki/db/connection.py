@@ -96,12 +96,16 @@ class Watchdog:
     def arm(self, conn: psycopg.Connection, seconds: float) -> Alarm:
         alarm = Alarm(time.monotonic() + seconds, conn.fileno())
         with self._cond:
+            # The thread sleeps until the earliest deadline, disarmed alarms included (dropped
+            # when it wakes): it is woken only when this one comes first, not on every call.
+            earliest = not self._heap or alarm.deadline < self._heap[0][0]
             heapq.heappush(self._heap, (alarm.deadline, next(self._order), alarm))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="haki-db-watchdog",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if earliest:
+                self._cond.notify()
         return alarm
 
     def disarm(self, alarm: Alarm) -> None:
@@ -111,8 +115,6 @@ class Watchdog:
     def _run(self) -> None:
         with self._cond:
             while True:
-                while self._heap and self._heap[0][2].fileno < 0:
-                    heapq.heappop(self._heap)
                 if not self._heap:
                     self._cond.wait()
                     continue
@@ -121,8 +123,9 @@ class Watchdog:
                     self._cond.wait(wait)
                     continue
                 alarm = heapq.heappop(self._heap)[2]
-                alarm.fired = True
-                _shut(alarm.fileno)
+                if alarm.fileno >= 0:  # not disarmed
+                    alarm.fired = True
+                    _shut(alarm.fileno)
 
 
 def _shut(fileno: int) -> None:
