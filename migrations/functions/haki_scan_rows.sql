@@ -1,8 +1,8 @@
 -- How many rows a vector arm's graph search reads, after haki_vector_search has set its
 -- breadth: p_wanted, or at least p_scan_rows when the scope is a slice of the graph searched
--- (haki_graph_rows) — when the search's first batch, ef_search rows of the graph, is expected
--- to hold fewer than half of p_wanted rows of the scope (its rows counted in
--- text_scope_stats).
+-- (haki_graph_rows): less than half of it, and the search's first batch, ef_search rows of
+-- the graph, expected to hold fewer than half of p_wanted rows of the scope (its rows counted
+-- in text_scope_stats).
 --
 -- Past its first batch, a relaxed iterative scan returns the rows that pass the scope filter
 -- in the order it finds them, not nearest first, and LIMIT keeps the first found: a slice
@@ -19,16 +19,20 @@ CREATE OR REPLACE FUNCTION haki_scan_rows(
 RETURNS integer
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
-RETURN CASE
-    WHEN 2 * current_setting('hnsw.ef_search')::integer
-         * coalesce((SELECT CASE p_table WHEN 'facts'::regclass THEN s.fact_docs
-                                         ELSE s.event_docs END
-                     FROM text_scope_stats AS s
-                     WHERE s.project_id = haki_tenant() AND s.subject_id = p_subject_id), 0)
-         < p_wanted * haki_graph_rows(p_table, p_graph)
-    THEN greatest(p_wanted, p_scan_rows)
-    ELSE p_wanted
-END;
+RETURN (
+    SELECT CASE
+        WHEN 2 * scope.rows < graph.rows
+             AND 2 * current_setting('hnsw.ef_search')::integer * scope.rows
+                 < p_wanted * graph.rows
+        THEN greatest(p_wanted, p_scan_rows)
+        ELSE p_wanted
+    END
+    FROM (SELECT coalesce((SELECT CASE p_table WHEN 'facts'::regclass THEN s.fact_docs
+                                               ELSE s.event_docs END
+                           FROM text_scope_stats AS s
+                           WHERE s.project_id = haki_tenant()
+                             AND s.subject_id = p_subject_id), 0) AS rows) AS scope,
+         (SELECT haki_graph_rows(p_table, p_graph) AS rows) AS graph);
 REVOKE ALL ON FUNCTION haki_scan_rows(regclass, text, text, integer, integer)
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_scan_rows(regclass, text, text, integer, integer)
