@@ -6,11 +6,13 @@
 CREATE OR REPLACE FUNCTION haki_graph_rows(p_table regclass, p_graph text)
 RETURNS real
 LANGUAGE sql STABLE
-RETURN coalesce(
-    (SELECT c.reltuples
-     FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid
-     WHERE i.indexrelid = pg_catalog.to_regclass(p_graph) AND i.indrelid = p_table
-       AND i.indisvalid AND c.reltuples >= 0),
-    (SELECT c.reltuples FROM pg_catalog.pg_class AS c WHERE c.oid = p_table));
+AS $$
+    SELECT coalesce(
+        (SELECT c.reltuples
+         FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid
+         WHERE i.indexrelid = pg_catalog.to_regclass(p_graph) AND i.indrelid = p_table
+           AND i.indisvalid AND c.reltuples >= 0),
+        (SELECT c.reltuples FROM pg_catalog.pg_class AS c WHERE c.oid = p_table))
+$$;
 REVOKE ALL ON FUNCTION haki_graph_rows(regclass, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_graph_rows(regclass, text) TO haki_app;

@@ -19,7 +19,7 @@ CREATE OR REPLACE FUNCTION haki_scan_rows(
 RETURNS integer
 LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, public, pg_temp
-RETURN (
+AS $$
     SELECT CASE
         WHEN 2 * scope.rows < graph.rows
              AND 2 * current_setting('hnsw.ef_search')::integer * scope.rows
@@ -32,7 +32,8 @@ RETURN (
                            FROM text_scope_stats AS s
                            WHERE s.project_id = haki_tenant()
                              AND s.subject_id = p_subject_id), 0) AS rows) AS scope,
-         (SELECT haki_graph_rows(p_table, p_graph) AS rows) AS graph);
+         (SELECT haki_graph_rows(p_table, p_graph) AS rows) AS graph
+$$;
 REVOKE ALL ON FUNCTION haki_scan_rows(regclass, text, text, integer, integer)
     FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION haki_scan_rows(regclass, text, text, integer, integer)

@@ -49,6 +49,9 @@ def test_every_routine_runs_the_body_written_in_its_own_file(
     assert len(routines) >= 15
     files = migrations_dir / "functions"
     for name, body in routines:
+        # A body written as text (AS $$ … $$), which this check can read; an SQL-standard
+        # body (RETURN …, BEGIN ATOMIC) keeps no text in pg_proc.prosrc.
+        assert body.strip(), f"{name} has an SQL-standard body: write it AS $$ … $$"
         source = files / f"{name}.sql"
         assert source.is_file(), f"{name} has no file of its own in migrations/functions/"
         assert body.strip() in source.read_text(encoding="utf-8"), (
