@@ -224,7 +224,6 @@ def merge(facts: Rows, events: Rows, text: Rows, vector: np.ndarray,
 def _candidate(row: DictRow, distance: float | None = None
                ) -> FactCandidate | EpisodeCandidate:
     """The candidate of an arm's row; ``distance`` where the row does not carry it."""
-    distance = row["distance"] if distance is None else distance
     return (FactCandidate.from_row(row, distance=distance) if row["item"] == "fact"
             else EpisodeCandidate.from_row(row, distance=distance))
 
