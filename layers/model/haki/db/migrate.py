@@ -101,14 +101,13 @@ def apply_migrations(conninfo: str, migrations_dir: Path | None = None) -> list[
             recorded: dict[str, str] = dict(
                 conn.execute("SELECT name, checksum FROM schema_migrations").fetchall())
             _check_history(recorded, migrations)
-            applied = [m.name for m in migrations if m.name not in recorded]
-            for migration in migrations:
-                if migration.name not in recorded:
-                    _apply_numbered(conn, migration)
+            pending = [m for m in migrations if m.name not in recorded]
+            for migration in pending:
+                _apply_numbered(conn, migration)
             changed = [r for r in routines if recorded.get(r.name) != r.checksum]
             if changed:
                 _apply_routines(conn, changed)
-            return applied + [r.name for r in changed]
+            return [m.name for m in pending + changed]
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (ADVISORY_LOCK_KEY,))
 
