@@ -16,10 +16,12 @@ What the set holds:
 - every message as an event ``conversation.message`` with its role, the marker stripped,
   dated from the last date the chat named (a batch's or a message's ``time_anchor``,
   ``January-05-2024``) plus one minute per message since, so the chat's order is kept;
-- every question with at least one evidence message, its ``category`` the ability.
+- every question with at least one evidence message, its ``category`` the ability;
+- every abstention question (nothing in the chat answers it) as a no-answer question, which
+  ``haki eval`` counts apart: how often such a question still receives memory, and how much.
 
-Questions without evidence (abstention) are dropped, and so are evidence ids that name no
-message; the printed summary counts both. Ids are UUID v5 of ``subject/message id``: reruns
+Other questions without evidence are dropped, and so are evidence ids that name no message;
+the printed summary counts both. Ids are UUID v5 of ``subject/message id``: reruns
 give the same file.
 """
 
@@ -38,6 +40,8 @@ from eval_sets import Counts, LabelledSet, merge, stable_id, write_set
 NAMESPACE = uuid.UUID("6c2c5a9e-0d0b-4d6f-9f3e-5b8a1e7d4c21")
 PROJECT = "beam"
 KIND = "conversation.message"
+#: The ability whose questions nothing in the chat answers.
+ABSTENTION = "abstention"
 #: Where a chat's clock starts when no date was named yet.
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -128,13 +132,13 @@ def convert_chat(folder: Path, counts: Counts) -> LabelledSet:
                     expected.append(event_id)
                 else:
                     counts.unknown_ids += 1
-            if not expected:
+            if not expected and ability != ABSTENTION:
                 counts.questions_dropped += 1
                 continue
             queries.append({"project_id": PROJECT, "subject_id": subject,
                             "query": item["question"], "category": ability,
                             **_answer(item),
-                            "expected_event_ids": expected})
+                            **({"expected_event_ids": expected} if expected else {})})
     chat: LabelledSet = {"events": events, "queries": queries}
     counts.add(chat)
     return chat
@@ -157,8 +161,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = Counts()
     write_set(args.out, merge(convert_chat(folder, counts) for folder in folders))
     print(f"{counts.chats} chats → {counts.events} events, {counts.questions} questions "
-          f"({counts.questions_dropped} dropped: no evidence), evidence ids naming no message "
-          f"dropped {counts.unknown_ids}", file=sys.stderr)
+          f"({counts.no_answer} without an answer; {counts.questions_dropped} dropped: no "
+          f"evidence), evidence ids naming no message dropped {counts.unknown_ids}",
+          file=sys.stderr)
     return 0
 
 

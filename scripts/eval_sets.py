@@ -20,6 +20,8 @@ class Counts:
     events: int = 0
     facts: int = 0
     questions: int = 0
+    #: Questions kept without expected ids: nothing in memory answers them.
+    no_answer: int = 0
     questions_dropped: int = 0
     unknown_ids: int = 0
 
@@ -29,6 +31,9 @@ class Counts:
         self.events += len(chat.get("events", []))
         self.facts += len(chat.get("facts", []))
         self.questions += len(chat.get("queries", []))
+        self.no_answer += sum(1 for query in chat.get("queries", [])
+                              if not query.get("expected_event_ids")
+                              and not query.get("expected_fact_ids"))
 
 
 def stable_id(namespace: uuid.UUID, *parts: str) -> str:

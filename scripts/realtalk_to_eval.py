@@ -12,9 +12,9 @@ the turns that answer them. The data is read where it is; nothing of it goes int
 What the set holds:
 
 - one subject per chat (project ``realtalk``, subject from the file name);
-- every turn as an event ``conversation.message`` at its own timestamp, the text prefixed by
-  its speaker (who said it is part of the memory) and followed by the caption of a shared
-  photo, if any;
+- every turn as an event ``conversation.message`` at its own timestamp, stored as
+  ``POST /v1/events`` stores a message: ``{"role": "user", "name": <speaker>, "text"}`` (both
+  speakers are people), the text followed by the caption of a shared photo, if any;
 - with ``--summary-facts``, every per-speaker session summary ("Kate takes a cooking class")
   as a fact ``session_event`` valid from the date of its conversation. The summaries cite no
   turn, so they can never cover an evidence label: they measure whether summaries crowd the
@@ -81,9 +81,14 @@ def _sessions(raw: dict[str, Any]) -> list[int]:
     return sorted(int(m.group(1)) for key in raw if (m := _SESSION_KEY.fullmatch(key)))
 
 
+def turn_payload(turn: dict[str, Any]) -> dict[str, str]:
+    """A turn as the API stores a message: a person's (``user``) named turn."""
+    return {"role": "user", "name": turn["speaker"], "text": turn_text(turn)}
+
+
 def turn_text(turn: dict[str, Any]) -> str:
-    """The remembered text of a turn: ``speaker: text``, then the shared photo's caption."""
-    text = f"{turn['speaker']}: {turn['clean_text'].strip()}"
+    """The text of a turn, then the shared photo's caption."""
+    text = turn["clean_text"].strip()
     caption = turn.get("blip_caption")
     return f"{text} [shares a photo: {caption}]" if caption else text
 
@@ -132,8 +137,7 @@ def convert_chat(raw: dict[str, Any], subject: str, counts: Counts, *,
                 "project_id": PROJECT,
                 "subject_id": subject,
                 "kind": KIND,
-                "payload": {"text": turn_text(turn), "speaker": turn["speaker"],
-                            "dia_id": turn["dia_id"]},
+                "payload": turn_payload(turn),
                 "occurred_at": parse_time(stamp) if stamp else None,
             })
             order.append(turn["dia_id"])

@@ -11,9 +11,9 @@ LEGEND = """\
 recall: share of the expected facts and events the packet served (mean per question)
 evidence kept: share whose evidence sentence the served excerpt still holds
 fully answered: questions whose every expected item was served
-no-answer questions given facts: of the questions memory cannot answer (no expected item),
-  the share that still got facts; lower is better, 1.00 means every one did (the recall
-  floor HAKI_RECALL_MAX_DISTANCE brings it down)
+no-answer questions given memory: of the questions memory cannot answer (no expected item),
+  the share that still got facts or episodes, and the tokens they got; lower is better, 1.00
+  means every one did (the recall floor HAKI_RECALL_MAX_DISTANCE brings it down)
 The other rows are the recall with one part of the ranking switched off or changed."""
 
 
@@ -32,8 +32,10 @@ def _rows(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
         ("tokens served (mean)", each(lambda r: _number(r["mean_tokens"], 0))),
         ("latency p50 / p95 (ms)", each(
             lambda r: f"{r['latency_ms']['p50']:.1f} / {r['latency_ms']['p95']:.1f}")),
-        ("no-answer questions given facts",
+        ("no-answer questions given memory",
          each(lambda r: _number(r["negative_injection_rate"]))),
+        ("tokens given to no-answer questions (mean)",
+         each(lambda r: _number(r["negative_tokens"], 0))),
     ]
     names = list(runs[0]["ablations"]) if runs else []
     rows += [(f"{ABLATION_LABELS[name]}: recall",

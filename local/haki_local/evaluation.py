@@ -372,7 +372,10 @@ def figures(outcomes: Sequence[Outcome]) -> dict[str, object]:
         "injection_rate": round(sum(o.facts_served > 0 for o in outcomes) / len(outcomes), 4),
         "negative_queries": len(negative),
         "negative_injection_rate": round(
-            sum(o.facts_served > 0 for o in negative) / len(negative), 4) if negative else None,
+            sum(o.facts_served + o.episodes_served > 0 for o in negative) / len(negative), 4)
+        if negative else None,
+        "negative_tokens": round(float(np.mean([o.token_count for o in negative])), 1)
+        if negative else None,
     }
 
 
@@ -410,10 +413,11 @@ def misses(outcomes: Sequence[Outcome],
 
 def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
              settings: Settings, budgets: Sequence[int] = (DEFAULT_BUDGET_TOKENS,),
-             with_misses: bool = False, progress: bool = False) -> dict[str, object]:
+             ablations: Sequence[str] = tuple(ABLATIONS), with_misses: bool = False,
+             progress: bool = False) -> dict[str, object]:
     """Load ``labelled`` into a scratch database; at each budget run the served ranking and
-    each of its ablations. ``progress``: a bar on stderr
-    for each phase (loading, embedding the questions, each run)."""
+    each of ``ablations`` (names of :data:`ABLATIONS`). ``progress``: a bar on stderr for each
+    phase (loading, embedding the questions, each run)."""
     with scratch_database(superuser_url) as urls:
         owner, app = Database(urls[Role.OWNER]), Database(urls[Role.APP])
         try:
@@ -436,9 +440,9 @@ def evaluate(labelled: LabelledSet, *, superuser_url: str, embedder: Embedder,
                         sum(o.covered for o in outcomes)),
                     "ablations": {
                         name: figures(evaluator.run(
-                            replace(evaluator.config, **change), budget,
+                            replace(evaluator.config, **ABLATIONS[name]), budget,
                             f"{budget} tokens: {ABLATION_LABELS[name]}"))
-                        for name, change in ABLATIONS.items()},
+                        for name in ablations},
                 }
                 if with_misses:
                     run["misses"] = misses(outcomes, ranks)

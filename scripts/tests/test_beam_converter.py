@@ -1,7 +1,7 @@
 """scripts/beam_to_eval.py on two tiny hand-written chats (scripts/tests/data/beam_tiny):
 messages become events with their role and a time that keeps the chat's order, evidence in
-either shape is resolved, questions without evidence are dropped and counted, and the output is
-a labelled set ``haki eval`` reads."""
+either shape is resolved, abstention questions are kept as no-answer questions, other questions
+without evidence are dropped and counted, and the output is a labelled set ``haki eval`` reads."""
 
 import json
 import uuid
@@ -55,7 +55,12 @@ def test_evidence_in_either_shape_and_what_is_dropped(
     queries = {q["query"]: q for q in _run(converter, tmp_path)["queries"]}
     assert set(queries) == {"Which Postgres version does billing use?",
                             "Show me a retry loop.", "What is my cat called?",
-                            "What came first, the cat or the name?"}
+                            "What came first, the cat or the name?",
+                            "What did the kickoff agenda say?"}
+    # Abstention: nothing answers it, so it is a no-answer question (no expected id).
+    abstention = queries["What did the kickoff agenda say?"]
+    assert abstention["category"] == "abstention"
+    assert "expected_event_ids" not in abstention and "expected_fact_ids" not in abstention
     update = queries["Which Postgres version does billing use?"]
     assert update["category"] == "knowledge_update"
     assert update["expected_event_ids"] == [_id(converter, "beam-2", 0),
@@ -69,7 +74,8 @@ def test_evidence_in_either_shape_and_what_is_dropped(
     assert queries["What came first, the cat or the name?"]["expected_event_ids"] == [
         _id(converter, "beam-5", 1), _id(converter, "beam-5", 0)]
     summary = capsys.readouterr().err
-    assert "2 chats → 8 events, 4 questions (2 dropped: no evidence)" in summary
+    assert ("2 chats → 8 events, 5 questions (1 without an answer; 1 dropped: no evidence)"
+            in summary)
     assert "evidence ids naming no message dropped 2" in summary
 
 
@@ -82,7 +88,9 @@ def test_chats_can_be_chosen(converter: ModuleType, tmp_path: Path) -> None:
 def test_the_output_is_a_labelled_set(converter: ModuleType, tmp_path: Path) -> None:
     _run(converter, tmp_path)
     labelled = load_labelled_set(tmp_path / "set.json")
-    assert len(labelled.document.events) == 8 and len(labelled.queries) == 4
+    assert len(labelled.document.events) == 8 and len(labelled.queries) == 5
     assert {q.category for q in labelled.queries} == {
         "knowledge_update", "instruction_following", "information_extraction",
-        "event_ordering"}
+        "event_ordering", "abstention"}
+    assert [q.query for q in labelled.queries if not q.expected_event_ids] == [
+        "What did the kickoff agenda say?"]

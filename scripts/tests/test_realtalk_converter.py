@@ -1,6 +1,6 @@
 """scripts/realtalk_to_eval.py on a tiny hand-written chat (scripts/tests/data/realtalk_tiny): turns
-become events at their own time, loose evidence is resolved or dropped and counted, and the
-output is a labelled set ``haki eval`` reads."""
+become messages as the API stores them, at their own time; loose evidence is resolved or
+dropped and counted, and the output is a labelled set ``haki eval`` reads."""
 
 import json
 import uuid
@@ -34,16 +34,19 @@ def _run(converter: ModuleType, tmp_path: Path, *flags: str) -> dict:
 
 def test_turns_become_events_at_their_own_time(converter: ModuleType, tmp_path: Path) -> None:
     labelled = _run(converter, tmp_path)
-    events = {e["payload"]["dia_id"]: e for e in labelled["events"]}
-    assert list(events) == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3"]
+    turns = ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2", "D2:3"]
+    events = {dia_id: event for dia_id, event in zip(turns, labelled["events"], strict=True)}
+    assert [e["id"] for e in events.values()] == [_event_id(converter, d) for d in turns]
     assert {e["subject_id"] for e in events.values()} == {SUBJECT}
     assert events["D1:1"]["occurred_at"] == "2023-12-29T22:42:04+00:00"
     # A turn without its own time takes the time of its chat session.
     assert events["D2:3"]["occurred_at"] == "2024-01-02T09:59:00+00:00"
-    assert events["D1:2"]["payload"]["text"] == "Ben: Nice! I went skiing in Utah."
-    assert events["D1:3"]["payload"]["text"] == (
-        "Ana: Look at my first bowl [shares a photo: a blue ceramic bowl on a table]")
-    assert events["D1:1"]["id"] == _event_id(converter, "D1:1")
+    # Stored as the API stores a message: both speakers are people, named.
+    assert events["D1:2"]["payload"] == {"role": "user", "name": "Ben",
+                                         "text": "Nice! I went skiing in Utah."}
+    assert events["D1:3"]["payload"] == {
+        "role": "user", "name": "Ana",
+        "text": "Look at my first bowl [shares a photo: a blue ceramic bowl on a table]"}
     assert labelled["facts"] == []
 
 

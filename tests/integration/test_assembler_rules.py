@@ -418,6 +418,25 @@ def test_text_arm_reaches_events_the_vector_arm_misses(
     assert without_text_arm_misses(ask, config, by_text)
 
 
+def test_a_question_naming_a_speaker_finds_their_messages(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    """The speaker's name is searched with a message's text; a record's own ``name`` field is
+    searched as before; a name that is not a message's speaker is not invented."""
+    ana = seed.event("conversation.message",
+                     {"role": "user", "name": "Ana", "text": "I finally went hiking"},
+                     unit_vector(700))
+    seed.event("conversation.message", {"role": "user", "name": "Ben", "text": "me too"},
+               unit_vector(701))
+    record = seed.event("crm.contact", {"role": "CTO", "name": "Ana"}, unit_vector(702))
+    untagged = seed.event("ticket.opened", {"name": "Ana", "text": "printer jam"},
+                          unit_vector(703))
+    text_only = replace(FUSED, use_vector_arm=False, use_neighbours=False)
+    rows = decisions_by_event(owner_conn, ask("what did Ana say", Q, config=text_only))
+    assert {ana, record} <= set(rows) and untagged not in rows
+    assert all(row["text_arm_rank"] is not None for row in rows.values())
+
+
 def without_text_arm_misses(ask: Asker, config: RetrievalConfig, event: UUID) -> bool:
     result = ask("why was the parcel soaked?", Q, config=replace(config, use_text_arm=False))
     return event not in [e.event_id for e in result.response.packet.episodes]

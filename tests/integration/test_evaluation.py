@@ -139,6 +139,8 @@ def test_evaluate_reports_each_budget_and_ablation(
                 "by_category", "gold_ranks", "ablations", "misses"):
         assert key in run
     assert run["queries"] == 4 and run["negative_queries"] == 1
+    # No recall floor: the no-answer question is still given memory, within the budget.
+    assert run["negative_injection_rate"] == 1.0 and 0 < run["negative_tokens"] <= 900
     # A tiny scope fits the budget: every expected id is covered, by the three rules.
     assert run["mean_recall"] == 1.0 and run["fully_covered"] == 1.0
     assert run["misses"] == []
@@ -172,6 +174,17 @@ def test_evaluate_reports_each_budget_and_ablation(
     assert left == (0,)
 
 
+def test_evaluate_runs_only_the_ablations_asked(
+    tmp_path: Path, pg_superuser_url: str, embedder: Embedder
+) -> None:
+    report = evaluate(load_labelled_set(_labelled(tmp_path)), superuser_url=pg_superuser_url,
+                      embedder=embedder, settings=Settings(), budgets=(900,),
+                      ablations=("no_episodes",))
+    run = report["budgets"]["900"]  # type: ignore[index]
+    assert list(run["ablations"]) == ["no_episodes"]
+    assert run["ablations"]["no_episodes"]["mean_recall"] == pytest.approx(2 / 3, abs=1e-3)
+
+
 def test_labelled_set_errors_name_the_query_and_field(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"facts": [], "queries": [{"project_id": "p", "query": "q"}]}),
@@ -191,6 +204,12 @@ def test_eval_is_a_cli_command() -> None:
     for bad in ("0", "900,x", "100001"):
         with pytest.raises(SystemExit):
             build_parser().parse_args(["eval", "set.json", "--budget", bad])
+    assert build_parser().parse_args(["eval", "s.json"]).ablations == tuple(ABLATIONS)
+    args = build_parser().parse_args(["eval", "s.json", "--ablations", "dense_only,no_text_arm"])
+    assert args.ablations == ("dense_only", "no_text_arm")
+    assert build_parser().parse_args(["eval", "s.json", "--ablations", "none"]).ablations == ()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["eval", "s.json", "--ablations", "dense_only,seed"])
 
 
 def test_haki_eval_prints_a_short_table_in_plain_words(
@@ -214,7 +233,7 @@ def test_haki_eval_prints_a_short_table_in_plain_words(
     assert rows["facts only, no episodes: recall"][0] == "0.667"
     assert {f"{label}: recall" for label in ABLATION_LABELS.values()} <= set(rows)
     assert "not fully answered at 10 tokens:" in table
-    assert "no-answer questions given facts" in table and "lower is better" in table
+    assert "no-answer questions given memory" in table and "lower is better" in table
     # Plain words only: no report key, no JSON.
     assert not re.search(r"[a-z]_[a-z]|[{}]|\bseed\b", table)
     assert len(lines) < 40

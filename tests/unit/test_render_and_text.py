@@ -21,8 +21,12 @@ def test_fact_and_event_text() -> None:
     assert fact_text("age", 41) == "age: 41"
     assert event_text("call", {"text": "hello"}) == "call: hello"
     assert event_text("call", {"duration": 3}) == "call: duration: 3"
-    # A message's speaker is not part of its body; a record's own "role" field is.
-    assert event_text("m", {"role": "tool", "name": "search", "hits": 2}) == "m: hits: 2"
+    # A message is embedded with its speaker's name before its body (questions name people);
+    # a record's own "role" and "name" fields are data, part of its body.
+    assert event_text("m", {"role": "tool", "name": "search", "hits": 2}) == "m: search: hits: 2"
+    assert event_text("m", {"role": "user", "name": "Ana", "text": "I moved to Lyon."}) == \
+        "m: Ana: I moved to Lyon."
+    assert event_text("m", {"role": "user", "text": "I moved to Lyon."}) == "m: I moved to Lyon."
     assert event_text("crm", {"role": "CTO", "name": "Priya"}) == "crm: name: Priya; role: CTO"
 
 

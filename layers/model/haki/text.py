@@ -77,5 +77,9 @@ def event_body(payload: dict[str, Any]) -> str:
 
 
 def event_text(kind: str, payload: dict[str, Any]) -> str:
-    """An episode as text (what is embedded): its kind, then its body."""
-    return f"{kind}: {event_body(payload)}"
+    """An episode as text (what is embedded): its kind, a message's speaker by name (questions
+    name people: "What did Ana say about …?"), then its body. The search vector holds the same
+    name (``events.search_vector``)."""
+    name = speaker(payload)[1]
+    said_by = f"{name}: " if name else ""
+    return f"{kind}: {said_by}{event_body(payload)}"

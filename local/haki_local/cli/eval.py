@@ -17,7 +17,7 @@ from haki.models import DEFAULT_BUDGET_TOKENS, MAX_BUDGET_TOKENS
 from haki.settings import get_settings
 from haki_local.embedded import start_embedded
 from haki_local.eval_table import summary
-from haki_local.evaluation import evaluate, load_labelled_set
+from haki_local.evaluation import ABLATIONS, evaluate, load_labelled_set
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "separated, e.g. 900,2000 (default 900)")
     parser.add_argument("--provider", default=None,
                         help="embedder (default: HAKI_EMBED_PROVIDER)")
+    parser.add_argument("--ablations", type=_ablations, default=tuple(ABLATIONS),
+                        help="the ablations to run, comma-separated names of the JSON "
+                             "report's keys (e.g. dense_only,no_text_arm), or 'none' "
+                             "(default: all)")
     parser.add_argument("--misses", action="store_true",
                         help="also list the questions not fully answered")
     parser.add_argument("--json", action="store_true",
@@ -49,6 +53,19 @@ def _budgets(text: str) -> tuple[int, ...]:
     return budgets
 
 
+def _ablations(text: str) -> tuple[str, ...]:
+    """``"dense_only,no_text_arm"`` → those names; ``"none"`` → none; an unknown name is an
+    error that lists the known ones."""
+    if text.strip() == "none":
+        return ()
+    names = tuple(part.strip() for part in text.split(","))
+    unknown = [name for name in names if name not in ABLATIONS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown ablation(s) {', '.join(unknown)}; known: {', '.join(ABLATIONS)}, none")
+    return names
+
+
 def _eval(args: argparse.Namespace) -> int:
     settings = get_settings()
     if settings.database_url:
@@ -62,7 +79,7 @@ def _eval(args: argparse.Namespace) -> int:
     labelled = load_labelled_set(args.file)
     report = evaluate(labelled, superuser_url=start_embedded(settings.data_dir),
                       embedder=get_embedder(settings), settings=settings, budgets=args.budget,
-                      with_misses=args.misses, progress=True)
+                      ablations=args.ablations, with_misses=args.misses, progress=True)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

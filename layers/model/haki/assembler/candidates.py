@@ -5,7 +5,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from haki.text import event_body, event_text, fact_text, speaker
+from haki.text import event_body, fact_text, speaker
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,8 @@ class EpisodeCandidate:
 
     def text(self, *, with_kind: bool = True) -> str:
         """What an excerpt is cut from: ``kind: body`` or the body alone."""
-        return event_text(self.kind, self.payload) if with_kind else event_body(self.payload)
+        body = event_body(self.payload)
+        return f"{self.kind}: {body}" if with_kind else body
 
     @property
     def speaker(self) -> tuple[str | None, str | None]:
