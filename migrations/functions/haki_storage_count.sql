@@ -24,18 +24,20 @@ END
 $$;
 REVOKE ALL ON FUNCTION haki_storage_count() FROM PUBLIC;
 
-CREATE OR REPLACE TRIGGER facts_storage_insert AFTER INSERT ON facts
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
-
-CREATE OR REPLACE TRIGGER facts_storage_delete AFTER DELETE ON facts
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
-
-CREATE OR REPLACE TRIGGER events_storage_insert AFTER INSERT ON events
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
-
-CREATE OR REPLACE TRIGGER events_storage_delete AFTER DELETE ON events
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
+-- The same two triggers on each table (<table>_storage_insert, <table>_storage_delete): a
+-- trigger with a transition table fires for one event only.
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['facts', 'events']
+    LOOP
+        EXECUTE format(
+            'CREATE OR REPLACE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS new_rows '
+            'FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count()', t || '_storage_insert', t);
+        EXECUTE format(
+            'CREATE OR REPLACE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS old_rows '
+            'FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count()', t || '_storage_delete', t);
+    END LOOP;
+END
+$$;
