@@ -47,10 +47,10 @@ from haki.memory.subjects import SubjectListRequest, SubjectPage, list_subjects
 from haki.models import FactStatus
 from haki.validation import parse
 from haki_aws import gateway
-from haki_aws.auth import key_scope, request_scope
+from haki_aws.auth import request_scope
 from haki_aws.database import runtime_database
 from haki_aws.errors import responses
-from haki_aws.observability import api_entry, log_scope, logger, traced
+from haki_aws.observability import api_entry, logger, traced
 from haki_aws.params import (
     CursorQuery,
     OptionalScopeQuery,
@@ -62,6 +62,9 @@ from haki_aws.params import (
 
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
+
+_FACT_ID = Annotated[UUID, Path(description="id of a fact of the key's project")]
+_CONFLICT_ID = Annotated[UUID, Path(description="id of an open conflict set")]
 
 Listing = TypeVar("Listing", bound=BaseModel)
 Page = TypeVar("Page", bound=BaseModel)
@@ -117,12 +120,8 @@ def get_subjects(
 @app.post("/v1/facts/<fact_id>/status", summary="Move a fact along the lifecycle graph",
           responses=responses(HTTPStatus.OK, FactNotFound, IllegalStatusTransition))
 @traced
-def post_fact_status(
-    fact_id: Annotated[UUID, Path(description="id of a fact of the key's project")],
-    request: FactStatusRequest,
-) -> FactStatusResponse:
-    scope = key_scope(app, request.project_id)
-    log_scope(scope, None, fact_id=str(fact_id))
+def post_fact_status(fact_id: _FACT_ID, request: FactStatusRequest) -> FactStatusResponse:
+    scope = request_scope(app, request.project_id, None, fact_id=str(fact_id))
     return set_fact_status(db, scope, fact_id, request)
 
 
@@ -144,12 +143,8 @@ def get_conflicts(
           responses=responses(HTTPStatus.OK, ConflictNotFound, FactNotFound,
                               ConflictNotOpen, ConflictFactNotActive))
 @traced
-def post_resolve(
-    conflict_id: Annotated[UUID, Path(description="id of an open conflict set")],
-    request: ResolveRequest,
-) -> ResolveResponse:
-    scope = key_scope(app, request.project_id)
-    log_scope(scope, None, conflict_id=str(conflict_id))
+def post_resolve(conflict_id: _CONFLICT_ID, request: ResolveRequest) -> ResolveResponse:
+    scope = request_scope(app, request.project_id, None, conflict_id=str(conflict_id))
     return resolve(db, scope, conflict_id, request)
 
 
@@ -157,10 +152,9 @@ def post_resolve(
           responses=responses(HTTPStatus.OK, FactNotFound, IllegalStatusTransition))
 @traced
 def post_forget(request: ForgetRequest) -> ForgetResponse:
-    scope = key_scope(app, request.project_id)
     # Not even the subject's digest: like the receipt, the log of an erasure says what was
     # erased (counts, receipt id), never whom it concerned.
-    log_scope(scope, None)
+    scope = request_scope(app, request.project_id, None)
     forgotten = forget(db, scope, request)
     logger.info("forgotten", extra={"target": forgotten.target, "mode": forgotten.mode,
                                     "counts": forgotten.counts,
