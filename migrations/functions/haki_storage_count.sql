@@ -24,20 +24,4 @@ END
 $$;
 REVOKE ALL ON FUNCTION haki_storage_count() FROM PUBLIC;
 
--- The same two triggers on each table (<table>_storage_insert, <table>_storage_delete): a
--- trigger with a transition table fires for one event only.
-DO $$
-DECLARE
-    t text;
-BEGIN
-    FOREACH t IN ARRAY ARRAY['facts', 'events']
-    LOOP
-        EXECUTE format(
-            'CREATE OR REPLACE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS new_rows '
-            'FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count()', t || '_storage_insert', t);
-        EXECUTE format(
-            'CREATE OR REPLACE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS old_rows '
-            'FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count()', t || '_storage_delete', t);
-    END LOOP;
-END
-$$;
+SELECT haki_statement_triggers('haki_storage_count', 'storage', ARRAY['insert', 'delete']);
