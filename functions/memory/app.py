@@ -9,14 +9,16 @@ small bodies, so a small function answers them (the writes that embed are
 404, so nothing tells a caller whether another tenant's memory exists.
 """
 
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from uuid import UUID
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
-from haki.db import Role
+from haki.db import Database, Role
 from haki.errors import (
     ConflictFactNotActive,
     ConflictNotFound,
@@ -45,10 +47,10 @@ from haki.memory.subjects import SubjectListRequest, SubjectPage, list_subjects
 from haki.models import FactStatus
 from haki.validation import parse
 from haki_aws import gateway
-from haki_aws.auth import key_scope
+from haki_aws.auth import request_scope
 from haki_aws.database import runtime_database
 from haki_aws.errors import responses
-from haki_aws.observability import api_entry, log_scope, logger, traced
+from haki_aws.observability import api_entry, logger, traced
 from haki_aws.params import (
     CursorQuery,
     OptionalScopeQuery,
@@ -61,6 +63,20 @@ from haki_aws.params import (
 app = gateway.api_resolver()
 db = runtime_database(Role.APP)
 
+_FACT_ID = Annotated[UUID, Path(description="id of a fact of the key's project")]
+_CONFLICT_ID = Annotated[UUID, Path(description="id of an open conflict set")]
+
+Listing = TypeVar("Listing", bound=BaseModel)
+Page = TypeVar("Page", bound=BaseModel)
+
+
+def _listed(lister: Callable[[Database, str, Listing], Page], model: type[Listing],
+            project_id: str | None, subject_id: str | None, query: dict[str, object]) -> Page:
+    """A page of a listing: the key's project checked and put on the log lines with the
+    subject, then the query validated as the listing's request (``model``)."""
+    scope = request_scope(app, project_id, subject_id)
+    return lister(db, scope, parse(model, {"project_id": project_id, **query}))
+
 
 @app.get("/v1/facts", summary="A subject's facts of one status, oldest recorded first")
 @traced
@@ -72,12 +88,9 @@ def get_facts(
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> FactPage:
-    scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
-    request = parse(FactListRequest, {
-        "project_id": project_id, "subject_id": subject_id, "status": status,
-        "predicate": predicate, "cursor": cursor, "limit": limit})
-    return list_facts(db, scope, request)
+    return _listed(list_facts, FactListRequest, project_id, subject_id, {
+        "subject_id": subject_id, "status": status, "predicate": predicate, "cursor": cursor,
+        "limit": limit})
 
 
 @app.get("/v1/events", summary="A subject's episodes (its events), newest first")
@@ -89,12 +102,8 @@ def get_events(
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> EventPage:
-    scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
-    request = parse(EventListRequest, {
-        "project_id": project_id, "subject_id": subject_id, "thread_id": thread_id,
-        "cursor": cursor, "limit": limit})
-    return list_events(db, scope, request)
+    return _listed(list_events, EventListRequest, project_id, subject_id, {
+        "subject_id": subject_id, "thread_id": thread_id, "cursor": cursor, "limit": limit})
 
 
 @app.get("/v1/subjects", summary="The project's subjects (those holding facts or events), by id")
@@ -104,22 +113,15 @@ def get_subjects(
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> SubjectPage:
-    scope = key_scope(app, project_id)
-    log_scope(scope, None)
-    request = parse(SubjectListRequest, {
-        "project_id": scope, "cursor": cursor, "limit": limit})
-    return list_subjects(db, scope, request)
+    return _listed(list_subjects, SubjectListRequest, project_id, None, {
+        "cursor": cursor, "limit": limit})
 
 
 @app.post("/v1/facts/<fact_id>/status", summary="Move a fact along the lifecycle graph",
           responses=responses(HTTPStatus.OK, FactNotFound, IllegalStatusTransition))
 @traced
-def post_fact_status(
-    fact_id: Annotated[UUID, Path(description="id of a fact of the key's project")],
-    request: FactStatusRequest,
-) -> FactStatusResponse:
-    scope = key_scope(app, request.project_id)
-    log_scope(scope, None, fact_id=str(fact_id))
+def post_fact_status(fact_id: _FACT_ID, request: FactStatusRequest) -> FactStatusResponse:
+    scope = request_scope(app, request.project_id, None, fact_id=str(fact_id))
     return set_fact_status(db, scope, fact_id, request)
 
 
@@ -132,12 +134,8 @@ def get_conflicts(
     cursor: CursorQuery = None,
     limit: PageLimitQuery = DEFAULT_PAGE,
 ) -> ConflictPage:
-    scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
-    request = parse(ConflictListRequest, {
-        "project_id": project_id, "subject_id": subject_id, "status": status,
-        "cursor": cursor, "limit": limit})
-    return list_conflicts(db, scope, request)
+    return _listed(list_conflicts, ConflictListRequest, project_id, subject_id, {
+        "subject_id": subject_id, "status": status, "cursor": cursor, "limit": limit})
 
 
 @app.post("/v1/conflicts/<conflict_id>/resolve",
@@ -145,12 +143,8 @@ def get_conflicts(
           responses=responses(HTTPStatus.OK, ConflictNotFound, FactNotFound,
                               ConflictNotOpen, ConflictFactNotActive))
 @traced
-def post_resolve(
-    conflict_id: Annotated[UUID, Path(description="id of an open conflict set")],
-    request: ResolveRequest,
-) -> ResolveResponse:
-    scope = key_scope(app, request.project_id)
-    log_scope(scope, None, conflict_id=str(conflict_id))
+def post_resolve(conflict_id: _CONFLICT_ID, request: ResolveRequest) -> ResolveResponse:
+    scope = request_scope(app, request.project_id, None, conflict_id=str(conflict_id))
     return resolve(db, scope, conflict_id, request)
 
 
@@ -158,10 +152,9 @@ def post_resolve(
           responses=responses(HTTPStatus.OK, FactNotFound, IllegalStatusTransition))
 @traced
 def post_forget(request: ForgetRequest) -> ForgetResponse:
-    scope = key_scope(app, request.project_id)
     # Not even the subject's digest: like the receipt, the log of an erasure says what was
     # erased (counts, receipt id), never whom it concerned.
-    log_scope(scope, None)
+    scope = request_scope(app, request.project_id, None)
     forgotten = forget(db, scope, request)
     logger.info("forgotten", extra={"target": forgotten.target, "mode": forgotten.mode,
                                     "counts": forgotten.counts,

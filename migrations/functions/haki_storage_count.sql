@@ -24,18 +24,4 @@ END
 $$;
 REVOKE ALL ON FUNCTION haki_storage_count() FROM PUBLIC;
 
-CREATE OR REPLACE TRIGGER facts_storage_insert AFTER INSERT ON facts
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
-
-CREATE OR REPLACE TRIGGER facts_storage_delete AFTER DELETE ON facts
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
-
-CREATE OR REPLACE TRIGGER events_storage_insert AFTER INSERT ON events
-    REFERENCING NEW TABLE AS new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
-
-CREATE OR REPLACE TRIGGER events_storage_delete AFTER DELETE ON events
-    REFERENCING OLD TABLE AS old_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION haki_storage_count();
+SELECT haki_statement_triggers('haki_storage_count', 'storage', ARRAY['insert', 'delete']);

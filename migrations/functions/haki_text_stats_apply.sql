@@ -4,7 +4,7 @@
 -- only: an UPDATE that leaves a row's words alone adds and removes the same lexemes, which
 -- cancel. Rows are upserted in key order, so concurrent writers lock them in the same order.
 -- Rows whose counts reach zero are deleted. Called by the statement-level triggers of
--- haki_fact_text_stats and haki_event_text_stats; nobody else may.
+-- haki_text_stats; nobody else may.
 CREATE OR REPLACE FUNCTION haki_text_stats_apply(
     p_item text, p_projects text[], p_subjects text[], p_vectors tsvector[], p_signs integer[])
 RETURNS void

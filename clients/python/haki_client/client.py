@@ -24,7 +24,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, TypedDict, TypeVar, Unpack
+from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
 from urllib.parse import quote
 from uuid import UUID, uuid4
 
@@ -227,7 +227,23 @@ class _Policy:
             return self.delay(attempt, _retry_after(response))
         return None
 
+    def wait_after(self, op: Operation, outcome: httpx.Response | httpx.TransportError,
+                   attempt: int) -> float | None:
+        """Seconds to wait before sending again after ``outcome`` (a response, or the transport
+        error that stood for one); ``None`` when it is the call's last (:meth:`answer`)."""
+        if isinstance(outcome, httpx.TransportError):
+            return self.delay_after_error(op, outcome, attempt)
+        return self.delay_after_response(op, outcome, attempt)
+
     # ------------------------------------------------------------------ answers
+
+    def answer(self, op: Operation, outcome: httpx.Response | httpx.TransportError,
+               attempts: int) -> Any:
+        """What a call returns after its last outcome: the response's model; its error, or
+        the transport error after ``attempts`` attempts, raised."""
+        if isinstance(outcome, httpx.TransportError):
+            raise self.transport_error(outcome, attempts) from outcome
+        return self.parse(op, outcome)
 
     def transport_error(self, exc: httpx.TransportError, attempts: int) -> HakiError:
         timed_out = isinstance(exc, httpx.TimeoutException)
@@ -506,7 +522,35 @@ def _event(subject_id: str, kind: str, text: str | None, payload: Mapping[str, A
                    idempotency_key=idempotency_key, thread_id=thread_id)
 
 
-class HakiClient:
+HttpClient = TypeVar("HttpClient", httpx.Client, httpx.AsyncClient)
+
+
+class _Client(Generic[HttpClient]):
+    """What the sync and the async client are made of: one policy, the routes, and the httpx
+    client they send with (their own, closed with them, unless one is given)."""
+
+    #: The httpx client made when none is given.
+    _http_class: type[HttpClient]
+
+    def __init__(
+        self, url: str | None = None, api_key: str | None = None, *,
+        project_id: str | None = None, timeout: float | httpx.Timeout | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = DEFAULT_BACKOFF_S,
+        max_backoff: float = DEFAULT_MAX_BACKOFF_S, fail_open: bool = False,
+        http_client: HttpClient | None = None,
+    ) -> None:
+        self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
+                               max_backoff, fail_open)
+        self._routes = _Routes(self._policy)
+        self._http: HttpClient = http_client or self._http_class()
+        self._owns_http = http_client is None
+
+    @property
+    def url(self) -> str:
+        return self._policy.url
+
+
+class HakiClient(_Client[httpx.Client]):
     """Synchronous client. ``url``, ``api_key`` and ``project_id`` default to ``HAKI_URL``
     (else ``http://127.0.0.1:8787``), ``HAKI_API_KEY`` and ``HAKI_PROJECT_ID``.
 
@@ -521,22 +565,7 @@ class HakiClient:
     ``missing_purpose``).
     """
 
-    def __init__(
-        self, url: str | None = None, api_key: str | None = None, *,
-        project_id: str | None = None, timeout: float | httpx.Timeout | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = DEFAULT_BACKOFF_S,
-        max_backoff: float = DEFAULT_MAX_BACKOFF_S, fail_open: bool = False,
-        http_client: httpx.Client | None = None,
-    ) -> None:
-        self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
-                               max_backoff, fail_open)
-        self._routes = _Routes(self._policy)
-        self._http = http_client or httpx.Client()
-        self._owns_http = http_client is None
-
-    @property
-    def url(self) -> str:
-        return self._policy.url
+    _http_class = httpx.Client
 
     def close(self) -> None:
         if self._owns_http:
@@ -552,18 +581,18 @@ class HakiClient:
         request = self._policy.request(self._http, op, timeout=timeout, **parts)
         attempt = 0
         while True:
-            try:
-                response = self._http.send(request)
-            except httpx.TransportError as exc:
-                wait = self._policy.delay_after_error(op, exc, attempt)
-                if wait is None:
-                    raise self._policy.transport_error(exc, attempt + 1) from exc
-            else:
-                wait = self._policy.delay_after_response(op, response, attempt)
-                if wait is None:
-                    return self._policy.parse(op, response)
+            outcome = self._send(request)
+            wait = self._policy.wait_after(op, outcome, attempt)
+            if wait is None:
+                return self._policy.answer(op, outcome, attempt + 1)
             time.sleep(wait)
             attempt += 1
+
+    def _send(self, request: httpx.Request) -> httpx.Response | httpx.TransportError:
+        try:
+            return self._http.send(request)
+        except httpx.TransportError as exc:
+            return exc
 
     # ------------------------------------------------------------------ routes
 
@@ -754,26 +783,11 @@ class HakiClient:
         return self._call(*self._routes.health(ready), timeout=timeout)
 
 
-class AsyncHakiClient:
+class AsyncHakiClient(_Client[httpx.AsyncClient]):
     """Asynchronous client (asyncio or trio, through httpx and anyio); the same settings,
     methods and behaviour as :class:`HakiClient`."""
 
-    def __init__(
-        self, url: str | None = None, api_key: str | None = None, *,
-        project_id: str | None = None, timeout: float | httpx.Timeout | None = None,
-        max_retries: int = DEFAULT_MAX_RETRIES, backoff: float = DEFAULT_BACKOFF_S,
-        max_backoff: float = DEFAULT_MAX_BACKOFF_S, fail_open: bool = False,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self._policy = _Policy(url, api_key, project_id, timeout, max_retries, backoff,
-                               max_backoff, fail_open)
-        self._routes = _Routes(self._policy)
-        self._http = http_client or httpx.AsyncClient()
-        self._owns_http = http_client is None
-
-    @property
-    def url(self) -> str:
-        return self._policy.url
+    _http_class = httpx.AsyncClient
 
     async def aclose(self) -> None:
         if self._owns_http:
@@ -789,18 +803,18 @@ class AsyncHakiClient:
         request = self._policy.request(self._http, op, timeout=timeout, **parts)
         attempt = 0
         while True:
-            try:
-                response = await self._http.send(request)
-            except httpx.TransportError as exc:
-                wait = self._policy.delay_after_error(op, exc, attempt)
-                if wait is None:
-                    raise self._policy.transport_error(exc, attempt + 1) from exc
-            else:
-                wait = self._policy.delay_after_response(op, response, attempt)
-                if wait is None:
-                    return self._policy.parse(op, response)
+            outcome = await self._send(request)
+            wait = self._policy.wait_after(op, outcome, attempt)
+            if wait is None:
+                return self._policy.answer(op, outcome, attempt + 1)
             await anyio.sleep(wait)
             attempt += 1
+
+    async def _send(self, request: httpx.Request) -> httpx.Response | httpx.TransportError:
+        try:
+            return await self._http.send(request)
+        except httpx.TransportError as exc:
+            return exc
 
     # ------------------------------------------------------------------ routes
 

@@ -57,9 +57,10 @@ def key_scope(app: APIGatewayRestResolver, project_id: str | None) -> str:
 
 
 def request_scope(app: APIGatewayRestResolver, project_id: str | None,
-                  subject_id: str | None) -> str:
+                  subject_id: str | None, **keys: str) -> str:
     """The request's scope: the key's project, checked as :func:`key_scope` does, put with the
-    subject on every later log line of the invocation (:func:`log_scope`)."""
+    subject (and ``keys``, e.g. the id a route acts on) on every later log line of the
+    invocation (:func:`log_scope`)."""
     scope = key_scope(app, project_id)
-    log_scope(scope, subject_id)
+    log_scope(scope, subject_id, **keys)
     return scope

@@ -49,10 +49,6 @@ LIMIT %(limit)s
 def list_calls(db: Database, project_id: str, request: CallListRequest) -> CallPage:
     """One page of the project's calls that match every filter of ``request``, newest first."""
     check_scope(project_id, request)
-    params = request.model_dump(
-        include={"subject_id", "q", "status", "warning", "empty_reason", "purpose", "since",
-                 "until", "feedback"})
-    calls, next_cursor = read_page(
-        db, project_id, LIST_CALLS, params, cursor=request.cursor, limit=request.limit,
-        view=CallSummary, sort_key=("created_at", "trace_id"))
+    calls, next_cursor = read_page(db, project_id, LIST_CALLS, request, view=CallSummary,
+                                   sort_key=("created_at", "trace_id"))
     return CallPage(calls=calls, next_cursor=next_cursor)

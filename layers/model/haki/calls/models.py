@@ -7,13 +7,11 @@ from uuid import UUID
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from haki.memory.api import (
-    DEFAULT_PAGE,
-    Cursor,
-    PageLimit,
     ScopeId,
     StorableText,
     _Body,
     _json_storable,
+    _Paged,
     _Scoped,
 )
 from haki.models import (
@@ -47,7 +45,7 @@ class CallWindow(_Scoped):
         return self
 
 
-class CallListRequest(CallWindow):
+class CallListRequest(CallWindow, _Paged):
     #: One subject's calls only.
     subject_id: ScopeId | None = None
     #: Case-insensitive text the query or the subject id contains.
@@ -64,8 +62,6 @@ class CallListRequest(CallWindow):
     until: Timestamp | None = None
     #: Calls with feedback (``any``), or whose feedback names missing memory (``missing``).
     feedback: Literal["any", "missing"] | None = None
-    cursor: Cursor | None = None
-    limit: PageLimit = DEFAULT_PAGE
 
 
 class CallSummary(_Body):

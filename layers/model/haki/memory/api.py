@@ -316,12 +316,22 @@ PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 Cursor = Annotated[str, Field(min_length=1, max_length=MAX_CURSOR_CHARS)]
 
 
-class FactListRequest(_Scoped):
+class _Paged(_Scoped):
+    """A request for one page of a listing: the cursor of the page before (none: the first),
+    the page's size, and the listing's filters (its other fields)."""
+
+    cursor: Cursor | None = None
+    limit: PageLimit = DEFAULT_PAGE
+
+    def filters(self) -> dict[str, Any]:
+        """The filters, by name: every field but the scope and the page."""
+        return self.model_dump(exclude={"project_id", "cursor", "limit"})
+
+
+class FactListRequest(_Paged):
     subject_id: ScopeId
     status: FactStatus = "active"
     predicate: Predicate | None = None
-    cursor: Cursor | None = None
-    limit: PageLimit = DEFAULT_PAGE
 
 
 class FactView(_Body):
@@ -365,11 +375,9 @@ class FactStatusResponse(_Body):
 # --------------------------------------------------------------------------- conflicts
 
 
-class ConflictListRequest(_Scoped):
+class ConflictListRequest(_Paged):
     subject_id: ScopeId
     status: Literal["open", "resolved"] = "open"
-    cursor: Cursor | None = None
-    limit: PageLimit = DEFAULT_PAGE
 
 
 class ConflictFact(_Body):

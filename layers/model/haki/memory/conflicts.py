@@ -206,9 +206,6 @@ def resolve(
 def list_conflicts(db: Database, project_id: str, request: ConflictListRequest) -> ConflictPage:
     """``GET /v1/conflicts``: one page of a scope's sets, oldest first."""
     check_scope(project_id, request)
-    conflicts, next_cursor = read_page(
-        db, project_id, LIST_CONFLICTS,
-        {"subject_id": request.subject_id, "status": request.status},
-        cursor=request.cursor, limit=request.limit, view=ConflictView,
-        sort_key=("created_at", "id"))
+    conflicts, next_cursor = read_page(db, project_id, LIST_CONFLICTS, request,
+                                       view=ConflictView, sort_key=("created_at", "id"))
     return ConflictPage(conflicts=conflicts, next_cursor=next_cursor)

@@ -8,16 +8,14 @@ from typing import Any
 from uuid import UUID
 
 from haki.db import Database
-from haki.memory.api import DEFAULT_PAGE, Cursor, PageLimit, ScopeId, _Body, _Scoped, check_scope
+from haki.memory.api import ScopeId, _Body, _Paged, check_scope
 from haki.memory.pagination import read_page
 
 
-class EventListRequest(_Scoped):
+class EventListRequest(_Paged):
     subject_id: ScopeId
     #: Only the events of this thread.
     thread_id: ScopeId | None = None
-    cursor: Cursor | None = None
-    limit: PageLimit = DEFAULT_PAGE
 
 
 class EventView(_Body):
@@ -51,9 +49,6 @@ LIMIT %(limit)s
 def list_events(db: Database, project_id: str, request: EventListRequest) -> EventPage:
     """One page of a subject's events (of one thread, when asked), newest first."""
     check_scope(project_id, request)
-    events, next_cursor = read_page(
-        db, project_id, LIST_EVENTS,
-        {"subject_id": request.subject_id, "thread_id": request.thread_id},
-        cursor=request.cursor, limit=request.limit, view=EventView,
-        sort_key=("occurred_at", "seq"), tiebreak=int)
+    events, next_cursor = read_page(db, project_id, LIST_EVENTS, request, view=EventView,
+                                    sort_key=("occurred_at", "seq"), tiebreak=int)
     return EventPage(events=events, next_cursor=next_cursor)

@@ -315,10 +315,6 @@ def set_fact_status(
 def list_facts(db: Database, project_id: str, request: FactListRequest) -> FactPage:
     """``GET /v1/facts``: one page of a scope's facts, oldest recorded first."""
     check_scope(project_id, request)
-    facts, next_cursor = read_page(
-        db, project_id, LIST_FACTS,
-        {"subject_id": request.subject_id, "status": request.status,
-         "predicate": request.predicate},
-        cursor=request.cursor, limit=request.limit, view=FactView,
-        sort_key=("recorded_from", "id"))
+    facts, next_cursor = read_page(db, project_id, LIST_FACTS, request, view=FactView,
+                                   sort_key=("recorded_from", "id"))
     return FactPage(facts=facts, next_cursor=next_cursor)

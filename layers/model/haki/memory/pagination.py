@@ -9,7 +9,6 @@ with.
 
 import base64
 import json
-from collections.abc import Mapping
 from datetime import datetime
 from typing import LiteralString, TypeVar
 from uuid import UUID
@@ -19,6 +18,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from haki.db import Database
 from haki.errors import ValidationFailed
+from haki.memory.api import _Paged
 from haki.models import Timestamp
 
 _PREFIX = "k1."
@@ -101,18 +101,20 @@ def decode_text_cursor(cursor: str | None) -> str | None:
     return key
 
 
-def read_page(db: Database, project_id: str, query: LiteralString, params: Mapping[str, object], *,
-              cursor: str | None, limit: int, view: type[View], sort_key: tuple[str, str],
+def read_page(db: Database, project_id: str, query: LiteralString, request: _Paged, *,
+              view: type[View], sort_key: tuple[str, str],
               tiebreak: type[Tiebreak] = UUID) -> tuple[list[View], str | None]:
-    """One page of ``query``'s rows, each validated as ``view`` (from the columns it has), and
-    the cursor of the next page (``None`` on the last). ``query`` takes ``params``,
-    ``project_id``, ``after_at``, ``after_id`` (the tiebreak, of type ``tiebreak``) and
-    ``limit``, and sorts by the two columns named by ``sort_key``."""
-    after_at, after_id = decode_cursor(cursor, tiebreak)
+    """The page ``request`` asks for of ``query``'s rows, each validated as ``view`` (from the
+    columns it has), and the cursor of the next page (``None`` on the last). ``query`` takes
+    the request's filters (:meth:`~haki.memory.api._Paged.filters`), ``project_id``,
+    ``after_at``, ``after_id`` (the tiebreak, of type ``tiebreak``) and ``limit``, and sorts by
+    the two columns named by ``sort_key``."""
+    after_at, after_id = decode_cursor(request.cursor, tiebreak)
+    limit = request.limit
     with db.transaction(project_id) as conn:
         rows = conn.cursor(row_factory=dict_row).execute(query, {
-            **params, "project_id": project_id, "after_at": after_at, "after_id": after_id,
-            "limit": limit + 1}).fetchall()
+            **request.filters(), "project_id": project_id, "after_at": after_at,
+            "after_id": after_id, "limit": limit + 1}).fetchall()
     fields = view.model_fields
     page = [view.model_validate({k: v for k, v in row.items() if k in fields})
             for row in rows[:limit]]

@@ -11,13 +11,12 @@ from datetime import datetime
 from psycopg.rows import dict_row
 
 from haki.db import Database
-from haki.memory.api import DEFAULT_PAGE, Cursor, PageLimit, _Body, _Scoped, check_scope
+from haki.memory.api import _Body, _Paged, check_scope
 from haki.memory.pagination import decode_text_cursor, encode_text_cursor
 
 
-class SubjectListRequest(_Scoped):
-    cursor: Cursor | None = None
-    limit: PageLimit = DEFAULT_PAGE
+class SubjectListRequest(_Paged):
+    """A page of the project's subjects (no filter)."""
 
 
 class SubjectView(_Body):
