@@ -40,3 +40,9 @@ REVOKE ALL ON FUNCTION haki_text_stats() FROM PUBLIC;
 
 SELECT haki_statement_triggers('haki_text_stats', 'text_stats',
                                ARRAY['insert', 'update', 'delete']);
+
+-- The functions that kept each table's statistics before this one: their triggers are now
+-- this function's (re-declared above under the same names), so nothing calls them. Dropped
+-- here, in the transaction that replaced them, so no write ever runs without statistics.
+DROP FUNCTION IF EXISTS haki_event_text_stats();
+DROP FUNCTION IF EXISTS haki_fact_text_stats();
