@@ -89,11 +89,14 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "equal_arm_weights": {"rrf_weight_vector": 1.0},
     # The assistant's messages weigh as much as the user's.
     "equal_speakers": {"assistant_weight": 1.0},
+    # No session lends its best score to its other turns.
+    "no_sessions": {"session_share": 0.0},
     # The vector arm's depth fixed at 128 whatever the budget.
     "fixed_vector_depth": {"vector_top_k": 128, "vector_top_k_min": 128},
     # The simple baseline: the nearest facts and episodes by cosine alone, every speaker
     # alike, packed the same way.
-    "dense_only": {"use_text_arm": False, "use_neighbours": False, "assistant_weight": 1.0},
+    "dense_only": {"use_text_arm": False, "use_neighbours": False, "assistant_weight": 1.0,
+                   "session_share": 0.0},
 }
 #: What each ablation leaves out or changes, in plain words (the table and progress bars).
 ABLATION_LABELS: dict[str, str] = {
@@ -104,6 +107,7 @@ ABLATION_LABELS: dict[str, str] = {
     "kind_in_excerpt": "event kind written into excerpts",
     "equal_arm_weights": "vector and keyword results weighed alike",
     "equal_speakers": "assistant messages weighed like the user's",
+    "no_sessions": "without the session's share",
     "fixed_vector_depth": "vector search depth fixed at 128",
     "dense_only": "cosine similarity only (a simple baseline)",
 }

@@ -487,7 +487,8 @@ def test_neighbours_come_in_around_the_best_episode(
     seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
 ) -> None:
     turns = _turns(seed, 7, best=3)
-    config = replace(FUSED, vector_top_k=1, use_text_arm=False)
+    # The neighbour share alone (the turns share a session, whose share is tested apart).
+    config = replace(FUSED, vector_top_k=1, use_text_arm=False, session_share=0.0)
     result = ask("x", Q, config=config)
     # Decided best first; shown in the order they were said.
     assert [e.event_id for e in result.response.packet.episodes] == turns[1:6]
@@ -621,7 +622,9 @@ def test_fused_trace_ranks_explain_the_fused_score(
     assert len(rows) == 10 and [r["rank"] for r in rows] == list(range(1, 11))
     for r in rows:
         assert r["vector_rank"] is not None and r["text_arm_rank"] is not None
-        own = rrf_score(r["vector_rank"], r["text_arm_rank"], FUSED)
+        # Each event is said on a day of its own, so each item is alone in its session and
+        # gains the session's share of its own score.
+        own = rrf_score(r["vector_rank"], r["text_arm_rank"], FUSED) * (1 + FUSED.session_share)
         if r["expanded_from"] is None:
             assert r["score"] == pytest.approx(own, rel=1e-5)
         else:  # raised by a neighbour's share

@@ -16,6 +16,7 @@ from haki.assembler.fusion import (
     neighbour_sources,
     propagate,
     rrf_score,
+    weigh_sessions,
     weigh_speakers,
 )
 
@@ -29,10 +30,11 @@ def fact(distance: float = 0.1) -> FactCandidate:
         conflict_open=False, horizon_passed=False)
 
 
-def episode(distance: float = 0.1, **speaker: str) -> EpisodeCandidate:
+def episode(distance: float = 0.1, at: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+            thread_id: str | None = None, **speaker: str) -> EpisodeCandidate:
     return EpisodeCandidate(id=uuid4(), kind="conversation.message",
-                            payload={"text": "t", **speaker},
-                            occurred_at=datetime(2026, 1, 1, tzinfo=UTC), distance=distance)
+                            payload={"text": "t", **speaker}, occurred_at=at,
+                            distance=distance, thread_id=thread_id)
 
 
 def test_rrf_weights_each_arm_by_its_rank() -> None:
@@ -166,3 +168,29 @@ def test_the_assistants_messages_are_weighed_down() -> None:
     # Best first again: the reply, first by its ranks, falls behind the user's question.
     order = [r.id for r in weigh_speakers(ranked, config)]
     assert order[0] == question.id and order.index(reply.id) > order.index(question.id)
+
+
+def test_a_session_lends_its_best_score_to_its_turns() -> None:
+    config = replace(CONFIG, session_share=0.5)
+    morning, evening = datetime(2026, 3, 2, 8, tzinfo=UTC), datetime(2026, 3, 2, 21, tzinfo=UTC)
+    best, weak = episode(at=morning), episode(at=evening)  # one day: one session
+    other_day = episode(at=datetime(2026, 3, 3, 8, tzinfo=UTC))
+    other_thread = episode(at=morning, thread_id="support-7")  # same day, another thread
+    note = fact()
+    ranked = [Ranked(best, 1, None, 1.0), Ranked(note, 2, None, 0.5),
+              Ranked(other_day, 3, None, 0.45), Ranked(other_thread, 4, None, 0.44),
+              Ranked(weak, 5, None, 0.2)]
+    weighed = {r.id: r.score for r in weigh_sessions(ranked, config)}
+    assert weighed[best.id] == pytest.approx(1.5)
+    assert weighed[weak.id] == pytest.approx(0.2 + 0.5 * 1.0)
+    # Alone in their sessions, the others gain half their own score, as the fact does.
+    for alone, score in ((other_day, 0.45), (other_thread, 0.44), (note, 0.5)):
+        assert weighed[alone.id] == pytest.approx(1.5 * score)
+    # The weak turn of the strong session now stands above the lone ones; best first again.
+    order = [r.id for r in weigh_sessions(ranked, config)]
+    assert order == [best.id, note.id, weak.id, other_day.id, other_thread.id]
+
+
+def test_no_session_share_leaves_the_order() -> None:
+    ranked = [Ranked(episode(), 1, None, 1.0), Ranked(episode(), 2, None, 0.2)]
+    assert weigh_sessions(ranked, replace(CONFIG, session_share=0.0)) == ranked

@@ -22,7 +22,13 @@ import psycopg
 from haki.assembler import arms
 from haki.assembler.candidates import Ranked
 from haki.assembler.config import RetrievalConfig
-from haki.assembler.fusion import fuse, neighbour_sources, propagate, weigh_speakers
+from haki.assembler.fusion import (
+    fuse,
+    neighbour_sources,
+    propagate,
+    weigh_sessions,
+    weigh_speakers,
+)
 from haki.assembler.packing import Packer
 from haki.assembler.trace import new_trace_id, write_trace
 from haki.db import Database
@@ -74,13 +80,13 @@ def assemble(request: ContextRequest, embed: Embed, *, db: Database,
 
 def _rank(candidates: arms.Candidates, config: RetrievalConfig) -> list[Ranked]:
     """The fused order, then the best episodes' share passed to the turns around them, then
-    the speakers weighed."""
+    the speakers weighed, then each session's best score shared with its turns."""
     ranked = fuse(candidates.hits, config)
     sources = neighbour_sources(ranked, config) if config.use_neighbours else []
     if sources:
         links = candidates.neighbourhood.links(sources, {r.id for r in ranked})
         ranked = propagate(ranked, links, config)
-    return weigh_speakers(ranked, config)
+    return weigh_sessions(weigh_speakers(ranked, config), config)
 
 
 def respond(conn: psycopg.Connection, request: ContextRequest, packer: Packer, *,

@@ -71,6 +71,10 @@ class RetrievalConfig:
     #: subject is mostly what the user said; the assistant's replies elaborate on it, are long,
     #: and would otherwise fill the budget with near-misses.
     assistant_weight: float = 0.6
+    #: Sessions: every episode gains this share of the best score among the candidate
+    #: episodes of its session (its thread and UTC day, the block's group); a fact gains it of
+    #: its own score. The conversation that answers a question rises with its best turn.
+    session_share: float = 0.35
     #: Episode excerpts are cut at this many characters; they carry the payload text only (the
     #: packet already has the ``kind``).
     excerpt_chars: int = 300

@@ -5,7 +5,9 @@ merged; text: the BM25 idf of the query terms a row holds, over both pooled) ran
 returned; the fused score is a weighted reciprocal-rank fusion of those ranks, so the arms'
 incomparable scales (e5 cosines packed in ~[0.7, 0.95], unbounded idf sums) never meet. Then
 the best episodes pass a share of their score to their neighbouring turns, which may not have
-been candidates at all, and the assistant's own messages are weighed down.
+been candidates at all, the assistant's own messages are weighed down, and each episode
+gains a share of the best score of its session (the block's group: its thread and day), so the
+turns of the conversation that answers the question rise together.
 """
 
 from collections.abc import Sequence
@@ -14,6 +16,7 @@ from uuid import UUID
 
 from haki.assembler.candidates import EpisodeCandidate, FactCandidate, Ranked
 from haki.assembler.config import RetrievalConfig
+from haki.assembler.render import Group, group_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,24 @@ def weigh_speakers(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ra
     if all(w is r for w, r in zip(weighed, ranked, strict=True)):
         return list(ranked)
     return _ordered(weighed)
+
+
+def weigh_sessions(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ranked]:
+    """Each candidate gains ``session_share`` × the best score of its session, best first:
+    an episode's session is its thread's day (its day without a thread), the group the block
+    shows it under; a fact is a session of its own. A question is usually answered by one
+    conversation, and its best turn vouches for the weaker turns beside it (multi-hop
+    questions need several); a fact, or the best turn, keeps its place relative to another."""
+    if not config.session_share:
+        return list(ranked)
+    best: dict[Group, float] = {}
+    for r in ranked:
+        if isinstance(r.item, EpisodeCandidate):
+            group = group_of(r.item.occurred_at, r.item.thread_id)
+            best[group] = max(best.get(group, 0.0), r.score)
+    return _ordered([replace(r, score=r.score + config.session_share * (
+        best[group_of(r.item.occurred_at, r.item.thread_id)]
+        if isinstance(r.item, EpisodeCandidate) else r.score)) for r in ranked])
 
 
 def _ordered(ranked: list[Ranked]) -> list[Ranked]:
