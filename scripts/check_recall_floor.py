@@ -9,7 +9,8 @@ distance: relevant (an expected fact or episode, or a fact citing an expected ep
 not. Then, for a sweep of thresholds taken from those distances, it prints the share of
 relevant and irrelevant candidates the floor would keep and re-runs the questions with the
 floor on, giving the resulting recall and injection rate (share of calls serving at least one
-fact; on the negative questions, the share that still received memory).
+fact; on the negative questions, the share that still received memory and the tokens they
+received).
 
 Recommended value: the tightest threshold of the sweep whose mean recall stays within
 ``--max-recall-loss`` of the floor-off recall. It is computed from this embedder's distances:
@@ -59,6 +60,10 @@ def _share(value: object) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _tokens(value: object) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -103,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
                     "mean_recall": run["mean_recall"],
                     "injection_rate": run["injection_rate"],
                     "negative_injection_rate": run["negative_injection_rate"],
+                    "negative_tokens": run["negative_tokens"],
                     "mean_tokens": run["mean_tokens"],
                 })
         finally:
@@ -114,14 +120,16 @@ def main(argv: list[str] | None = None) -> int:
     recommended = min(floor_ok, key=lambda r: r["max_distance"]) if floor_ok else None
     print(f"embedder {embedder.provider}: {len(pairs)} candidates "
           f"({int(relevant.sum())} relevant), floor off: mean recall {base['mean_recall']}, "
-          f"injection {base['injection_rate']}, on negatives {base['negative_injection_rate']}")
+          f"injection {base['injection_rate']}, on negatives {base['negative_injection_rate']} "
+          f"({base['negative_tokens']} tokens)")
     print(f"{'max_distance':>12} {'relevant kept':>13} {'irrelevant kept':>15} "
-          f"{'mean recall':>11} {'injection':>9} {'neg. injection':>14} {'tokens':>7}")
+          f"{'mean recall':>11} {'injection':>9} {'neg. injection':>14} {'neg. tokens':>11} "
+          f"{'tokens':>7}")
     for r in rows:
         print(f"{r['max_distance']:>12.3f} {r['relevant_kept']:>13.3f} "
               f"{r['irrelevant_kept']:>15.3f} {r['mean_recall']:>11.4f} "
               f"{r['injection_rate']:>9.3f} {_share(r['negative_injection_rate']):>14} "
-              f"{r['mean_tokens']:>7.1f}")
+              f"{_tokens(r['negative_tokens']):>11} {r['mean_tokens']:>7.1f}")
     summary = {"embedder": embedder.provider, "floor_off": base, "sweep": rows,
                "max_recall_loss": args.max_recall_loss,
                "recommended_max_distance": recommended["max_distance"] if recommended else None}
