@@ -67,16 +67,19 @@ def weigh_sessions(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ra
     shows it under; a fact is a session of its own. A question is usually answered by one
     conversation, and its best turn vouches for the weaker turns beside it (multi-hop
     questions need several); a fact, or the best turn, keeps its place relative to another."""
-    if not config.session_share:
+    share = config.session_share
+    if not share:
         return list(ranked)
+    groups = [group_of(r.item.occurred_at, r.item.thread_id)
+              if isinstance(r.item, EpisodeCandidate) else None for r in ranked]
     best: dict[Group, float] = {}
-    for r in ranked:
-        if isinstance(r.item, EpisodeCandidate):
-            group = group_of(r.item.occurred_at, r.item.thread_id)
-            best[group] = max(best.get(group, 0.0), r.score)
-    return _ordered([replace(r, score=r.score + config.session_share * (
-        best[group_of(r.item.occurred_at, r.item.thread_id)]
-        if isinstance(r.item, EpisodeCandidate) else r.score)) for r in ranked])
+    for r, group in zip(ranked, groups, strict=True):
+        if group is not None and r.score > best.get(group, 0.0):
+            best[group] = r.score
+    return _ordered([
+        Ranked(r.item, r.vector_rank, r.text_arm_rank,
+               r.score + share * (r.score if group is None else best[group]), r.expanded_from)
+        for r, group in zip(ranked, groups, strict=True)])
 
 
 def _ordered(ranked: list[Ranked]) -> list[Ranked]:
