@@ -8,6 +8,7 @@ container reuses); tests point it at the test database.
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,6 +73,17 @@ def api_event(
         "body": text,
         "isBase64Encoded": base64_encoded,
     }
+
+
+#: The API's contract (the committed OpenAPI document).
+_OPENAPI = json.loads((Path(__file__).resolve().parents[2] / "docs" / "openapi.json").read_text(
+    encoding="utf-8"))
+
+
+def query_parameters(method: str, path: str) -> set[str]:
+    """The query parameters route ``method path`` takes, as the API's contract lists them."""
+    operation = _OPENAPI["paths"][path][method.lower()]
+    return {p["name"] for p in operation.get("parameters", []) if p["in"] == "query"}
 
 
 @dataclass(frozen=True)

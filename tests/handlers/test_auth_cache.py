@@ -15,7 +15,7 @@ from haki_aws.auth import identity_cache
 from haki_aws.routes import ROUTES
 from haki_local.admin import create_key, list_keys, revoke_key
 from haki_local.protocol import count_protocol
-from tests.handlers.conftest import Answer, Invoke
+from tests.handlers.conftest import Answer, Invoke, query_parameters
 
 
 def _identity(n: int) -> KeyIdentity:
@@ -79,7 +79,8 @@ def _valid_request(route: Any, project_id: str, trace_id: str) -> dict[str, Any]
         "path_params": {k: v for k, v in path_params.items() if "{" + k + "}" in route.path}
         or None}
     if route.method == "GET":
-        event["query"] = scope
+        takes = query_parameters(route.method, route.path)
+        event["query"] = {name: value for name, value in scope.items() if name in takes}
     else:
         event["body"] = bodies[(route.method, route.path)]
     return event

@@ -221,3 +221,28 @@ def test_a_body_holding_a_lone_surrogate_is_a_validation_error(
     malformed (the in-process fuzzer's find: it was a 500)."""
     answer = invoke("memory", "POST", "/v1/forget", key=api_key, body="\ud800")
     assert (answer.status, answer.json["error"]["code"]) == (422, "validation_error")
+
+
+@pytest.mark.parametrize(("function", "method", "resource", "query"), [
+    ("memory", "GET", "/v1/subjects", {"subjectid": "alice"}),
+    ("memory", "GET", "/v1/subjects", {"": "false"}),
+    ("memory", "GET", "/v1/facts", {"subject_id": "alice", "statuss": "active"}),
+    ("memory", "GET", "/v1/events", {"subject_id": "alice", "thread": "t-1"}),
+    ("inspect", "GET", "/v1/calls", {"subject": "alice"}),
+])
+def test_a_query_parameter_the_route_does_not_take_is_refused(
+        invoke: Invoke, api_key: str, function: str, method: str, resource: str,
+        query: dict[str, str]) -> None:
+    """A misspelt filter is a client mistake, named in the answer, not a filter ignored."""
+    refused = invoke(function, method, resource, key=api_key, query=query)
+    assert (refused.status, refused.json["error"]["code"]) == (422, "validation_error")
+    unknown = next(name for name in query if name not in ("subject_id",))
+    assert f"unknown query parameter(s) {unknown!r}" in refused.json["error"]["message"]
+
+
+def test_the_query_parameters_a_route_declares_pass(invoke: Invoke, api_key: str) -> None:
+    answered = invoke("memory", "GET", "/v1/events", key=api_key,
+                      query={"subject_id": "alice", "thread_id": "t-1", "limit": "2"})
+    assert answered.status == 200, answered.json
+    answered = invoke("memory", "GET", "/v1/subjects", key=api_key, query={"limit": "1"})
+    assert answered.status == 200, answered.json

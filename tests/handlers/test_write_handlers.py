@@ -15,7 +15,7 @@ from haki.db import Database
 from haki.memory.api import MAX_EMBED_TOKENS
 from haki_aws.routes import BATCH_BODY_BYTES, BODY_BYTES, ROUTES
 from haki_local.admin import create_key
-from tests.handlers.conftest import Answer, Invoke
+from tests.handlers.conftest import Answer, Invoke, query_parameters
 
 WRITE_ROUTES = [r for r in ROUTES if r.function in ("ingest", "memory")]
 
@@ -94,7 +94,8 @@ def test_the_key_is_checked_before_the_body_then_the_project(
         }
         event = {**event, "body": {"project_id": "someone-else", **bodies[route.path]}}
     else:
-        event = {**event, "query": other}
+        event = {**event, "query": {name: value for name, value in other.items()
+                                    if name in query_parameters(route.method, route.path)}}
     assert _code(_call(invoke, route.method, route.path, api_key, **event)) == (
         403, "forbidden_scope")
 

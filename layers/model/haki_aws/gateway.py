@@ -39,10 +39,48 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 def api_resolver() -> APIGatewayRestResolver:
     """The resolver of an API function: request validation on, bodies parsed within the
-    contract's bounds, every failure mapped to the error contract."""
+    contract's bounds, a query parameter the route does not take refused, every failure
+    mapped to the error contract."""
     app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=loads_json)
     register_error_handlers(app)
+    app.use(middlewares=[_query_parameters_checker(app)])
     return app
+
+
+def _query_parameters_checker(app: APIGatewayRestResolver) -> Callable[..., Any]:
+    """A middleware refusing a query parameter the route does not declare: a misspelt filter
+    (``?subjectid=``) would otherwise be ignored and the call answered for something else.
+    The declared names are read once, from the resolver's own OpenAPI document."""
+    declared: dict[tuple[str, str], frozenset[str]] = {}
+
+    def check(current: APIGatewayRestResolver, next_middleware: Callable[..., Any]) -> Any:
+        if not declared:
+            declared.update(_declared_query_parameters(app))
+        request = current.request
+        allowed = declared.get((request.method, request.route), frozenset())
+        unknown = sorted(set(request.query_parameters or {}) - allowed)
+        if unknown:
+            takes = ", ".join(sorted(allowed)) or "none"
+            raise ValidationFailed(
+                f"unknown query parameter(s) {', '.join(map(repr, unknown))}; "
+                f"this route takes: {takes}")
+        return next_middleware(current)
+
+    return check
+
+
+def _declared_query_parameters(
+        app: APIGatewayRestResolver) -> dict[tuple[str, str], frozenset[str]]:
+    """(method, path template) → the query parameters the route declares."""
+    declared = {}
+    for path, item in (app.get_openapi_schema().paths or {}).items():
+        for method in ("get", "put", "post", "delete", "patch", "head", "options"):
+            operation = getattr(item, method, None)
+            if operation is not None:
+                declared[(method.upper(), path)] = frozenset(
+                    p.name for p in operation.parameters or []
+                    if getattr(p, "in_", None) is not None and p.in_.value == "query")
+    return declared
 
 
 def _body_bytes(event: Mapping[str, Any]) -> int:
