@@ -194,3 +194,13 @@ def test_a_session_lends_its_best_score_to_its_turns() -> None:
 def test_no_session_share_leaves_the_order() -> None:
     ranked = [Ranked(episode(), 1, None, 1.0), Ranked(episode(), 2, None, 0.2)]
     assert weigh_sessions(ranked, replace(CONFIG, session_share=0.0)) == ranked
+
+
+def test_a_turn_the_floor_excludes_vouches_for_nothing() -> None:
+    config = replace(CONFIG, session_share=0.5, recall_max_distance=0.3)
+    far, near = episode(distance=0.4), episode(distance=0.2)  # one day: one session
+    ranked = [Ranked(far, 1, None, 1.0), Ranked(near, 2, None, 0.2)]
+    weighed = {r.id: r.score for r in weigh_sessions(ranked, config)}
+    # The near turn is the session's best that counts; the far one gains its own share.
+    assert weighed[near.id] == pytest.approx(0.2 * 1.5)
+    assert weighed[far.id] == pytest.approx(1.0 + 0.5 * 0.2)

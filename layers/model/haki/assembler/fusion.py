@@ -66,19 +66,22 @@ def weigh_sessions(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ra
     an episode's session is its thread's day (its day without a thread), the group the block
     shows it under; a fact is a session of its own. A question is usually answered by one
     conversation, and its best turn vouches for the weaker turns beside it (multi-hop
-    questions need several); a fact, or the best turn, keeps its place relative to another."""
-    share = config.session_share
+    questions need several); a fact, or the best turn, keeps its place relative to another.
+    A turn the recall floor will exclude vouches for nothing (as it lends no neighbour share)."""
+    share, floor = config.session_share, config.recall_max_distance
     if not share:
         return list(ranked)
     groups = [group_of(r.item.occurred_at, r.item.thread_id)
               if isinstance(r.item, EpisodeCandidate) else None for r in ranked]
     best: dict[Group, float] = {}
     for r, group in zip(ranked, groups, strict=True):
-        if group is not None and r.score > best.get(group, 0.0):
+        if (group is not None and r.score > best.get(group, 0.0)
+                and not (floor > 0 and r.item.distance > floor)):
             best[group] = r.score
     return _ordered([
         Ranked(r.item, r.vector_rank, r.text_arm_rank,
-               r.score + share * (r.score if group is None else best[group]), r.expanded_from)
+               r.score + share * (r.score if group is None else best.get(group, r.score)),
+               r.expanded_from)
         for r, group in zip(ranked, groups, strict=True)])
 
 
