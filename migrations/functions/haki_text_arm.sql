@@ -5,8 +5,9 @@
 -- events are those of that thread (its facts stay the subject's). Every event row carries its
 -- thread and its place in the order written (seq).
 --
--- Terms: the question's lexemes ('simple' parser, as the stored search vectors), one-letter
--- ones and p_stopwords dropped, the p_max_terms longest kept.
+-- Terms: the question's lexemes in both forms the stored search vectors hold ('simple': the
+-- words of long texts and facts; 'english' stems: short texts), one-letter ones and
+-- p_stopwords dropped, the p_max_terms longest kept.
 -- plan_cache_mode = force_generic_plan: the statement's own plan does not depend on the
 -- values (haki_idf_search plans its search with the actual terms), so one plan is cached per
 -- connection and reused, and no call pays for planning it again. It needs no query vector, so
@@ -34,7 +35,8 @@ BEGIN
     WITH terms AS (
         SELECT array_agg(term) AS terms
         FROM (SELECT term
-              FROM unnest(tsvector_to_array(to_tsvector('simple', p_query))) AS term
+              FROM unnest(tsvector_to_array(to_tsvector('simple', p_query)
+                                            || to_tsvector('english', p_query))) AS term
               WHERE char_length(term) > 1 AND NOT (term = ANY (p_stopwords))
               ORDER BY char_length(term) DESC, term
               LIMIT p_max_terms) AS kept

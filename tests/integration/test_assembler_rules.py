@@ -437,6 +437,23 @@ def test_a_question_naming_a_speaker_finds_their_messages(
     assert all(row["text_arm_rank"] is not None for row in rows.values())
 
 
+def test_a_question_finds_other_forms_of_its_words_in_short_texts(
+    seed: Seeder, ask: Asker, owner_conn: psycopg.Connection
+) -> None:
+    """A chat turn is stemmed, so "hikes" finds "hiking"; a long text keeps its words as
+    written, so it is found by the word itself and not by its other forms."""
+    turn = seed.event("conversation.message", {"role": "user", "text": "we went hiking"},
+                      unit_vector(720))
+    long_text = "hiking " + "logs " * 120
+    document = seed.event("conversation.message", {"role": "assistant", "text": long_text},
+                          unit_vector(721))
+    text_only = replace(FUSED, use_vector_arm=False, use_neighbours=False)
+    assert set(decisions_by_event(owner_conn, ask("how often do they hike?", Q,
+                                                  config=text_only))) == {turn}
+    assert set(decisions_by_event(owner_conn, ask("any hiking lately?", Q,
+                                                  config=text_only))) == {turn, document}
+
+
 def without_text_arm_misses(ask: Asker, config: RetrievalConfig, event: UUID) -> bool:
     result = ask("why was the parcel soaked?", Q, config=replace(config, use_text_arm=False))
     return event not in [e.event_id for e in result.response.packet.episodes]

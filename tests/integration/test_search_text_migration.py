@@ -1,6 +1,7 @@
-"""The migration that makes a message's speaker searchable, on a database that already holds
-messages: their names become searchable and the text arm's statistics count them, as if the
-messages had been written after it."""
+"""The migration of what the text arm searches, on a database that already holds messages:
+their speakers' names become searchable, short texts are stemmed and long ones kept as
+written, and the text arm's statistics count them as if the messages had been written after
+it."""
 
 import json
 import shutil
@@ -12,7 +13,7 @@ import psycopg
 from haki.db import Role
 from haki.db.migrate import apply_migrations
 
-MIGRATION = "0002_message_speaker_searchable.sql"
+MIGRATION = "0002_search_text.sql"
 
 
 def _term_stats(conn: psycopg.Connection) -> dict[str, int]:
@@ -21,7 +22,7 @@ def _term_stats(conn: psycopg.Connection) -> dict[str, int]:
         "WHERE project_id = 'p' AND subject_id = 's'").fetchall())
 
 
-def test_stored_messages_become_searchable_by_speaker(
+def test_stored_messages_become_searchable_by_speaker_and_stem(
     fresh_database: Callable[[], dict[Role, str]], migrations_dir: Path, tmp_path: Path
 ) -> None:
     before = tmp_path / "migrations"
@@ -32,7 +33,8 @@ def test_stored_messages_become_searchable_by_speaker(
     payloads = [{"role": "user", "name": "Ana", "text": "hiking again"},
                 {"role": "assistant", "name": "Ana", "text": "lovely"},
                 {"role": "user", "text": "no name here"},
-                {"name": "Ana", "text": "a record's name field beside its text"}]
+                {"name": "Ana", "text": "a record's name field beside its text"},
+                {"role": "assistant", "text": "hiking " + "trails " * 80}]  # 567 characters
     with psycopg.connect(urls[Role.OWNER]) as conn:
         conn.execute("INSERT INTO projects (project_id, org_id) VALUES ('p', 'o')")
         for payload in payloads:
@@ -53,5 +55,8 @@ def test_stored_messages_become_searchable_by_speaker(
         conn.execute("DELETE FROM events")
         emptied = _term_stats(conn)
     assert named == [("hiking again",), ("lovely",)]
-    assert stats["ana"] == 2 and stats["hiking"] == 1 and stats["name"] == 2
+    assert stats["ana"] == 2 and stats["name"] == 2
+    # A short text is stemmed, English stop words dropped; a long one keeps its words.
+    assert stats["hike"] == 1 and stats["hiking"] == 1 and stats["trails"] == 1
+    assert "again" not in stats and "trail" not in stats
     assert emptied == {}
