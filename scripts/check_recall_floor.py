@@ -56,12 +56,9 @@ def sweep_points(distances: np.ndarray, relevant: np.ndarray) -> list[float]:
     return sorted({float(np.ceil(p * 1000) / 1000) for p in points})
 
 
-def _share(value: object) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _tokens(value: object) -> str:
-    return "-" if value is None else f"{value:.0f}"
+def _cell(value: object, digits: int) -> str:
+    """A figure of the table, or ``-`` where the set has no such questions."""
+    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r['max_distance']:>12.3f} {r['relevant_kept']:>13.3f} "
               f"{r['irrelevant_kept']:>15.3f} {r['mean_recall']:>11.4f} "
-              f"{r['injection_rate']:>9.3f} {_share(r['negative_injection_rate']):>14} "
-              f"{_tokens(r['negative_tokens']):>11} {r['mean_tokens']:>7.1f}")
+              f"{r['injection_rate']:>9.3f} {_cell(r['negative_injection_rate'], 3):>14} "
+              f"{_cell(r['negative_tokens'], 0):>11} {r['mean_tokens']:>7.1f}")
     summary = {"embedder": embedder.provider, "floor_off": base, "sweep": rows,
                "max_recall_loss": args.max_recall_loss,
                "recommended_max_distance": recommended["max_distance"] if recommended else None}
