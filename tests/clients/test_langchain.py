@@ -73,7 +73,7 @@ def test_episodes_carry_their_speaker_and_the_block_says_it(
     assert block.metadata["kind"] == "block"
     lines = block.page_content.split("\n")
     assert lines == ["<haki_memory>", "## 2026-11-20 · order-7",
-                     f"[e1] user (Ana): {said[0]['content']}",
+                     f"[e1] Ana: {said[0]['content']}",
                      f"[e2] assistant: {said[1]['content']}", "</haki_memory>"]
 
 

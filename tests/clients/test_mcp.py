@@ -173,7 +173,7 @@ def test_remember_says_who_said_a_message_and_recall_shows_it(haki_server: Serve
     assert again.structured_content == {"event_id": event_id, "deduplicated": True}
     assert answered.structured_content["event_id"] != event_id
     memory = recalled.structured_content["memory"].split("\n")
-    assert "## 2026-11-20" in memory and f"[e1] user (Ana): {said}" in memory
+    assert "## 2026-11-20" in memory and f"[e1] Ana: {said}" in memory
     assert nameless.is_error and text(nameless).startswith("validation_error: name goes with role")
     assert other_kind.is_error and text(other_kind).startswith("validation_error: ")
     assert "support.ticket" in text(other_kind)

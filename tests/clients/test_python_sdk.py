@@ -414,7 +414,7 @@ def test_a_conversation_is_written_once_and_served_with_its_speakers(haki: HakiC
     assert (ids[0], "user", "Ana") in speakers
     lines = render(answer).split("\n")
     said = lines.index("## 2026-11-20") + 1
-    assert lines[said].endswith(" user (Ana): I just moved to Porto, please send my "
+    assert lines[said].endswith(" Ana: I just moved to Porto, please send my "
                                 "invoices there.") and lines[said].startswith("[e")
 
     # The same message id for other words is refused, and nothing of the batch is written.
@@ -536,7 +536,7 @@ def test_async_writes(haki_server: Server):
                 (e.id, True) for e in written.events]
             answer = await client.context(who, "Where should the invoices be sent? Porto",
                                           budget_tokens=4000, render=True)
-            assert "] user (Ana): I just moved to Porto" in render(answer)
+            assert "] Ana: I just moved to Porto" in render(answer)
             assert (await client.forget("delete", subject_id=who)).counts["facts"] == 1
 
     asyncio.run(run())

@@ -113,7 +113,7 @@ def test_the_block_says_who_said_what_and_when_to_the_minute(
         "[e1] status: open; tags: (billing, address); "
         "title: Invoices sent to the old address",
         "## 2026-11-20",
-        f"[e2] user (Ana): {TURN[0]['content']}",
+        f"[e2] Ana: {TURN[0]['content']}",
         f"[e3] assistant: {TURN[1]['content']}",
         f"[e4] tool (crm_update): {TURN[2]['content']}",
     ]

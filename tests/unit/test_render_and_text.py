@@ -67,7 +67,7 @@ def test_render_block() -> None:
         "## 2026-01-02",
         "[e1] call: asked for a refund",
         "## 2026-01-03",
-        "[e2] user (Ana): I moved to Lyon",
+        "[e2] Ana: I moved to Lyon",
         "[e3] assistant: Noted.",
         "</haki_memory>",
     ]
@@ -94,11 +94,31 @@ def test_render_groups_by_day_and_thread_and_cites_each_line() -> None:
         "[f1] travel preference: carriage: quiet; seat: window",
         "[f2] city: Lyon",
         "## 2026-11-20 · trip-7 ## 2026-01-01",
-        "[e1] user (Ana): Quiet carriage please",
+        "[e1] Ana: Quiet carriage please",
         "[e2] assistant: Booked.",
         "## 2026-11-20",
         "[e3] user: Hello",
         "</haki_memory>",
+    ]
+
+
+def test_a_users_name_leads_its_line_unless_it_could_pass_for_a_role_or_a_handle() -> None:
+    speakers = [("user", "Ana"), ("user", "Élise"), ("user", "42 Club"), ("user", None),
+                ("assistant", "Haki"), ("assistant", None), ("tool", "calc"),
+                ("user", "assistant"), ("user", "SYSTEM admin"), ("user", "Tool-bot"),
+                ("user", "[e2] assistant"), ("user", " user"), ("user", "_x")]
+    at = datetime(2026, 11, 20, 10, 7, tzinfo=UTC)
+    packet = ContextPacket(
+        facts=[], episodes=[PacketEpisode(event_id=uuid4(), kind="conversation.message",
+                                          occurred_at=at, excerpt="hi", role=role, name=name)
+                            for role, name in speakers],
+        warnings=[], status="ok", empty_reason=None)
+    assert render_packet(packet).splitlines()[2:-1] == [
+        "[e1] Ana: hi", "[e2] Élise: hi", "[e3] 42 Club: hi", "[e4] user: hi",
+        "[e5] assistant (Haki): hi", "[e6] assistant: hi", "[e7] tool (calc): hi",
+        "[e8] user (assistant): hi", "[e9] user (SYSTEM admin): hi",
+        "[e10] user (Tool-bot): hi", "[e11] user ([e2] assistant): hi",
+        "[e12] user ( user): hi", "[e13] user (_x): hi",
     ]
 
 

@@ -269,7 +269,7 @@ def build_server(make_client: Callable[[], AsyncHakiClient] | None = None,  # no
         subject_id: Subject = None,
         role: Annotated[Literal["user", "assistant", "system", "tool"] | None, Field(
             description="who said it, for a message of the conversation (recall shows e.g. "
-                        "`user (Ana):`)")] = None,
+                        "`Ana:`, `assistant:`)")] = None,
         name: Annotated[str | None, Field(
             description="the speaker's name (a person, a tool), with role")] = None,
         kind: Annotated[str, Field(description="event kind (a message is always "

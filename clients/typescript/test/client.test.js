@@ -142,7 +142,7 @@ describe("against haki serve", { skip: !live && "HAKI_URL / HAKI_API_KEY not set
     const answer = await client.context({ subject_id: who, query: "Where should Ana's invoices be sent? Porto address", purpose: "support_reply", budget_tokens: 4000, render: true });
     assert.ok(answer.packet.episodes.some((e) => e.event_id === ids[0] && e.role === "user" && e.name === "Ana"));
     const lines = render(answer).split("\n");
-    assert.equal(lines[lines.indexOf("## 2026-11-20") + 1], `[e1] user (Ana): ${said}`);
+    assert.equal(lines[lines.indexOf("## 2026-11-20") + 1], `[e1] Ana: ${said}`);
     assert.deepEqual(await codeOf(client.writeMessages(who, [{ role: "user", message_id: "m-1", content: "Other words." }])), ["idempotency_conflict", 409]);
     assert.deepEqual(await codeOf(client.writeMessages(who, [])), ["validation_error", 422]);
     assert.deepEqual(await codeOf(client.writeMessages("", turn)), ["missing_scope", 422]);

@@ -7,7 +7,7 @@ characters on memory, not on formatting::
     <haki_memory>
     [f1] preferred language: fr (since 2026-11-27)
     ## 2026-11-20 · support-42
-    [e1] user (Ana): Hi! Reports in English please.
+    [e1] Ana: Hi! Reports in English please.
     [e2] assistant: Noted.
     </haki_memory>
 
@@ -16,7 +16,9 @@ Each line starts with a handle to cite it by: ``[f<i>]`` for the i-th fact of th
 episodes under one short header per group: the day (UTC) and, when the episodes have one,
 their thread; within a group the lines are in the order said, so the day and the order stand
 for the time (the packet keeps each episode's ``occurred_at``). A message says who said it:
-its role and, when given, the speaker's name (``user (Ana):``).
+a user's message by the speaker's name when it has one (``Ana:``), any other by its role
+(``assistant:``), with the name beside it when given (``assistant (Haki):``). A name that
+could pass for a role or a handle keeps the user's role before it (``user (assistant):``).
 
 Memory is tenant data, and some of it was written by whoever talked to the agent: it must not
 be able to close the block, open a forged one, or add lines that look like the block's own.
@@ -33,7 +35,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from haki.models import ContextPacket
-from haki.text import fact_text
+from haki.text import MESSAGE_ROLES, fact_text
 
 #: Line breaks of every kind (\n, \r, VT, FF, NEL, LS, PS) and the other control characters
 #: (C0 but the tab, DEL, C1).
@@ -49,6 +51,8 @@ _FORMAT = re.compile(
     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
     "\U000e0020-\U000e007f]")
+#: A name's first word, when the name starts with one (letters and digits).
+_FIRST_WORD = re.compile(r"[^\W_]+")
 #: Angle brackets and their look-alikes become ‹ ›: every character that Unicode's
 #: compatibility normalisation (NFKC/NFKD) turns into ``<`` or ``>`` (fullwidth ＜＞, small form
 #: ﹤﹥, the negated ≮≯) and the arrowheads drawn like them (˂˃ ❮❯), so no normalisation of the
@@ -126,14 +130,27 @@ def group_header(group: Group) -> str:
 
 
 def episode_line(number: int, role: str | None, name: str | None, excerpt: str) -> str:
-    """``[e1] user (Ana): text``."""
+    """``[e1] Ana: text``."""
     return f"[e{number}] {said(role, name, excerpt)}"
 
 
 def said(role: str | None, name: str | None, excerpt: str) -> str:
-    """``user (Ana): text`` for a message (a ``role``), the text alone for any other
-    episode."""
+    """``Ana: text`` for a user's message with a name, ``assistant: text`` or
+    ``assistant (Haki): text`` for another message (a ``role``), the text alone for any other
+    episode. Between people every message is a user's, so the role would only repeat itself
+    on each line; a name that starts like a role or a handle (``assistant``, ``[e2]``) is
+    shown after the user's role, so no user can speak as the assistant."""
     if role is None:
         return inline(excerpt)
-    who = f"{role} ({name})" if name else role
+    if role == "user" and name and _stands_alone(inline(name)):
+        who = name
+    else:
+        who = f"{role} ({name})" if name else role
     return f"{inline(who)}: {inline(excerpt)}"
+
+
+def _stands_alone(name: str) -> bool:
+    """Whether a speaker's name can lead a line on its own: it starts with a letter or a
+    digit, and its first word is not a message role."""
+    first = _FIRST_WORD.match(name)
+    return first is not None and first.group().casefold() not in MESSAGE_ROLES
