@@ -142,10 +142,9 @@ def said(role: str | None, name: str | None, excerpt: str) -> str:
     shown after the user's role, so no user can speak as the assistant."""
     if role is None:
         return inline(excerpt)
-    if role == "user" and name and _stands_alone(inline(name)):
-        who = name
-    else:
-        who = f"{role} ({name})" if name else role
+    if role == "user" and name and _stands_alone(shown := inline(name)):
+        return f"{shown}: {inline(excerpt)}"
+    who = f"{role} ({name})" if name else role
     return f"{inline(who)}: {inline(excerpt)}"
 
 
