@@ -43,44 +43,24 @@ def api_resolver() -> APIGatewayRestResolver:
     mapped to the error contract."""
     app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=loads_json)
     register_error_handlers(app)
-    app.use(middlewares=[_query_parameters_checker(app)])
+    app.use(middlewares=[_refuse_unknown_query_parameters])
     return app
 
 
-def _query_parameters_checker(app: APIGatewayRestResolver) -> Callable[..., Any]:
-    """A middleware refusing a query parameter the route does not declare: a misspelt filter
-    (``?subjectid=``) would otherwise be ignored and the call answered for something else.
-    The declared names are read once, from the resolver's own OpenAPI document."""
-    declared: dict[tuple[str, str], frozenset[str]] = {}
-
-    def check(current: APIGatewayRestResolver, next_middleware: Callable[..., Any]) -> Any:
-        if not declared:
-            declared.update(_declared_query_parameters(app))
-        request = current.request
-        allowed = declared.get((request.method, request.route), frozenset())
-        unknown = sorted(set(request.query_parameters or {}) - allowed)
-        if unknown:
-            takes = ", ".join(sorted(allowed)) or "none"
-            raise ValidationFailed(
-                f"unknown query parameter(s) {', '.join(map(repr, unknown))}; "
-                f"this route takes: {takes}")
-        return next_middleware(current)
-
-    return check
-
-
-def _declared_query_parameters(
-        app: APIGatewayRestResolver) -> dict[tuple[str, str], frozenset[str]]:
-    """(method, path template) → the query parameters the route declares."""
-    declared = {}
-    for path, item in (app.get_openapi_schema().paths or {}).items():
-        for method in ("get", "put", "post", "delete", "patch", "head", "options"):
-            operation = getattr(item, method, None)
-            if operation is not None:
-                declared[(method.upper(), path)] = frozenset(
-                    p.name for p in operation.parameters or []
-                    if getattr(p, "in_", None) is not None and p.in_.value == "query")
-    return declared
+def _refuse_unknown_query_parameters(current: APIGatewayRestResolver,
+                                     next_middleware: Callable[..., Any]) -> Any:
+    """Middleware: a query parameter the route does not declare is refused, since a misspelt
+    filter (``?subjectid=``) would otherwise be ignored and the call answered for something
+    else. The declared names are the matched route's own, as request validation reads them."""
+    route = current.context.get("_route")
+    allowed = frozenset(p.alias for p in route.dependant.query_params) if route else frozenset()
+    unknown = sorted(set(current.current_event.query_string_parameters or {}) - allowed)
+    if unknown:
+        takes = ", ".join(sorted(allowed)) or "none"
+        raise ValidationFailed(
+            f"unknown query parameter(s) {', '.join(map(repr, unknown))}; "
+            f"this route takes: {takes}")
+    return next_middleware(current)
 
 
 def _body_bytes(event: Mapping[str, Any]) -> int:
