@@ -33,6 +33,7 @@ from haki.models import DEFAULT_BUDGET_TOKENS
 from haki.settings import Settings
 from haki_local.embedded import start_embedded
 from haki_local.environment import SOURCE_ROOT, use_local_defaults
+from haki_local.eval_table import figure_text
 from haki_local.evaluation import (
     Evaluator,
     evaluation_keys,
@@ -54,11 +55,6 @@ def sweep_points(distances: np.ndarray, relevant: np.ndarray) -> list[float]:
                              np.quantile(distances, ALL_QUANTILES)))
     # Rounded up, so a threshold at a quantile keeps the candidate that defines it.
     return sorted({float(np.ceil(p * 1000) / 1000) for p in points})
-
-
-def _cell(value: object, digits: int) -> str:
-    """A figure of the table, or ``-`` where the set has no such questions."""
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"{r['max_distance']:>12.3f} {r['relevant_kept']:>13.3f} "
               f"{r['irrelevant_kept']:>15.3f} {r['mean_recall']:>11.4f} "
-              f"{r['injection_rate']:>9.3f} {_cell(r['negative_injection_rate'], 3):>14} "
-              f"{_cell(r['negative_tokens'], 0):>11} {r['mean_tokens']:>7.1f}")
+              f"{r['injection_rate']:>9.3f} {figure_text(r['negative_injection_rate'], 3):>14} "
+              f"{figure_text(r['negative_tokens'], 0):>11} {r['mean_tokens']:>7.1f}")
     summary = {"embedder": embedder.provider, "floor_off": base, "sweep": rows,
                "max_recall_loss": args.max_recall_loss,
                "recommended_max_distance": recommended["max_distance"] if recommended else None}

@@ -17,7 +17,8 @@ no-answer questions given memory: of the questions memory cannot answer (no expe
 The other rows are the recall with one part of the ranking switched off or changed."""
 
 
-def _number(value: Any, digits: int = 3) -> str:
+def figure_text(value: Any, digits: int = 3) -> str:
+    """A figure of a table, or ``—`` where the set has no such questions."""
     return "—" if value is None else f"{value:.{digits}f}"
 
 
@@ -26,20 +27,20 @@ def _rows(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
         return [cell(run) for run in runs]
 
     rows = [
-        ("recall", each(lambda r: _number(r["mean_recall"]))),
-        ("evidence kept", each(lambda r: _number(r["content_recall"]))),
-        ("fully answered", each(lambda r: _number(r["fully_covered"]))),
-        ("tokens served (mean)", each(lambda r: _number(r["mean_tokens"], 0))),
+        ("recall", each(lambda r: figure_text(r["mean_recall"]))),
+        ("evidence kept", each(lambda r: figure_text(r["content_recall"]))),
+        ("fully answered", each(lambda r: figure_text(r["fully_covered"]))),
+        ("tokens served (mean)", each(lambda r: figure_text(r["mean_tokens"], 0))),
         ("latency p50 / p95 (ms)", each(
             lambda r: f"{r['latency_ms']['p50']:.1f} / {r['latency_ms']['p95']:.1f}")),
         ("no-answer questions given memory",
-         each(lambda r: _number(r["negative_injection_rate"]))),
+         each(lambda r: figure_text(r["negative_injection_rate"]))),
         ("tokens given to no-answer questions (mean)",
-         each(lambda r: _number(r["negative_tokens"], 0))),
+         each(lambda r: figure_text(r["negative_tokens"], 0))),
     ]
     names = list(runs[0]["ablations"]) if runs else []
     rows += [(f"{ABLATION_LABELS[name]}: recall",
-              each(lambda r, n=name: _number(r["ablations"][n]["mean_recall"])))
+              each(lambda r, n=name: figure_text(r["ablations"][n]["mean_recall"])))
              for name in names]
     return rows
 
