@@ -117,6 +117,10 @@ class RetrievalConfig:
         """The stop words as the text arm's array parameter, sorted once per configuration."""
         return sorted(self.stopwords)
 
+    def below_floor(self, distance: float) -> bool:
+        """Whether the recall floor, when on, excludes a candidate at ``distance``."""
+        return 0 < self.recall_max_distance < distance
+
     def vector_depth(self, budget_tokens: int) -> int:
         """How many nearest candidates the vector arm ranks for a packet of ``budget_tokens``:
         96 up to 1,500 tokens, 128 at 2,000, 256 from 4,000 (the defaults)."""

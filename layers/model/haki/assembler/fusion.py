@@ -68,7 +68,7 @@ def weigh_sessions(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ra
     conversation, and its best turn vouches for the weaker turns beside it (multi-hop
     questions need several); a fact, or the best turn, keeps its place relative to another.
     A turn the recall floor will exclude vouches for nothing (as it lends no neighbour share)."""
-    share, floor = config.session_share, config.recall_max_distance
+    share = config.session_share
     if not share:
         return list(ranked)
     groups = [group_of(r.item.occurred_at, r.item.thread_id)
@@ -76,7 +76,7 @@ def weigh_sessions(ranked: Sequence[Ranked], config: RetrievalConfig) -> list[Ra
     best: dict[Group, float] = {}
     for r, group in zip(ranked, groups, strict=True):
         if (group is not None and r.score > best.get(group, 0.0)
-                and not (floor > 0 and r.item.distance > floor)):
+                and not config.below_floor(r.item.distance)):
             best[group] = r.score
     return _ordered([
         Ranked(r.item, r.vector_rank, r.text_arm_rank,
@@ -101,10 +101,9 @@ def neighbour_sources(fused: Sequence[Ranked], config: RetrievalConfig) -> list[
     """The episodes whose neighbours get a share: the ``neighbour_sources`` best episode
     candidates, leaving out those the recall floor will exclude (an irrelevant turn lends no
     relevance to the turns around it)."""
-    floor = config.recall_max_distance
     return [r.id for r in fused
             if isinstance(r.item, EpisodeCandidate)
-            and not (floor > 0 and r.item.distance > floor)][:config.neighbour_sources]
+            and not config.below_floor(r.item.distance)][:config.neighbour_sources]
 
 
 def propagate(fused: Sequence[Ranked], links: Sequence[NeighbourLink],
